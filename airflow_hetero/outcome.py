@@ -1,0 +1,149 @@
+"""Job outcome -> XCom result or task failure: the one rule shared by every waiting path.
+
+The operator's synchronous wait, its ``execute_complete`` after deferral and the sensor all end
+here, so Completed / Failed / Stopped mean the same thing everywhere: Completed succeeds,
+Failed fails with the job's FailureReason, Stopped fails unless ``fail_on_stopped=False``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from airflow_hetero._compat import AirflowException
+
+#: Extra seconds allowed beyond the job's own limits (provisioning, download, upload).
+WAIT_MARGIN_SECONDS = 3600
+#: SageMaker's default MaxRuntimeInSeconds.
+DEFAULT_MAX_RUNTIME = 86400
+
+
+JobState = Literal["running", "succeeded", "failed", "stopped"]
+
+_STATES: dict[str, JobState] = {
+    "InProgress": "running",
+    "Stopping": "running",
+    "Completed": "succeeded",
+    "Failed": "failed",
+    "Stopped": "stopped",
+    "Deleting": "failed",
+}
+
+
+def classify(describe: dict[str, Any]) -> JobState:
+    """Map a DescribeTrainingJob answer to running / succeeded / failed / stopped.
+
+    ``Stopping`` is still running (it ends as Stopped); ``Deleting`` can never succeed, so it counts
+    as failed. An unknown status raises instead of being waited on forever.
+    """
+    status = describe.get("TrainingJobStatus")
+    try:
+        return _STATES[str(status)]
+    except KeyError:
+        raise ValueError(
+            f"Unknown TrainingJobStatus {status!r} for job {describe.get('TrainingJobName')}"
+        ) from None
+
+
+class TrainingJobError(AirflowException):
+    """A training job did not complete; ``job_name`` and ``status`` say which and how."""
+
+    def __init__(self, message: str, *, job_name: str, status: str, failure_reason: str | None = None):
+        super().__init__(message)
+        self.job_name = job_name
+        self.status = status
+        self.failure_reason = failure_reason
+
+
+class TrainingJobFailedError(TrainingJobError):
+    """The job ended Failed."""
+
+
+class TrainingJobStoppedError(TrainingJobError):
+    """The job ended Stopped and ``fail_on_stopped`` is set."""
+
+
+class TrainingJobTimeoutError(TrainingJobError):
+    """The job did not finish within the allowed time; it was asked to stop."""
+
+
+def instance_groups_of(describe: dict[str, Any]) -> list[dict[str, Any]]:
+    """``[{"name", "type", "count"}]`` from ResourceConfig; a homogeneous job is one group."""
+    resource = describe.get("ResourceConfig") or {}
+    groups = resource.get("InstanceGroups") or []
+    if groups:
+        return [
+            {
+                "name": g.get("InstanceGroupName"),
+                "type": g.get("InstanceType"),
+                "count": g.get("InstanceCount"),
+            }
+            for g in groups
+        ]
+    if resource.get("InstanceType"):
+        return [
+            {
+                "name": "homogeneousCluster",  # the sagemaker-training toolkit's name for it
+                "type": resource.get("InstanceType"),
+                "count": resource.get("InstanceCount"),
+            }
+        ]
+    return []
+
+
+def result_dict(describe: dict[str, Any]) -> dict[str, Any]:
+    """The plain JSON-able dict pushed as XCom ``return_value`` by operator and sensor."""
+    return {
+        "training_job_name": describe.get("TrainingJobName"),
+        "training_job_arn": describe.get("TrainingJobArn"),
+        "status": describe.get("TrainingJobStatus"),
+        "secondary_status": describe.get("SecondaryStatus"),
+        "failure_reason": describe.get("FailureReason"),
+        "instance_groups": instance_groups_of(describe),
+        "model_artifacts": (describe.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
+        "billable_seconds": describe.get("BillableTimeInSeconds"),
+        "training_seconds": describe.get("TrainingTimeInSeconds"),
+    }
+
+
+def resolve_outcome(describe: dict[str, Any], *, fail_on_stopped: bool = True) -> dict[str, Any]:
+    """Result dict for a finished job that counts as success; raise for one that does not.
+
+    Raises ``ValueError`` for a job that is still running: callers only ask about finished jobs.
+    """
+    state = classify(describe)
+    name = str(describe.get("TrainingJobName"))
+    status = str(describe.get("TrainingJobStatus"))
+    reason = describe.get("FailureReason")
+    if state == "succeeded":
+        return result_dict(describe)
+    if state == "failed":
+        raise TrainingJobFailedError(
+            f"Training job {name} ended {status}: {reason or 'no FailureReason given'}",
+            job_name=name,
+            status=status,
+            failure_reason=reason,
+        )
+    if state == "stopped":
+        if not fail_on_stopped:
+            return result_dict(describe)
+        raise TrainingJobStoppedError(
+            f"Training job {name} was stopped"
+            + (f": {reason}" if reason else "")
+            + " (pass fail_on_stopped=False to accept a stopped job)",
+            job_name=name,
+            status=status,
+            failure_reason=reason,
+        )
+    raise ValueError(f"Training job {name} is still {status}")
+
+
+def wait_limit_seconds(describe_or_request: dict[str, Any]) -> int:
+    """How long a job may legitimately take: MaxRuntime (+ MaxWait for spot) + a margin.
+
+    Accepts a DescribeTrainingJob answer or a CreateTrainingJob request (same field names).
+    """
+    stopping = describe_or_request.get("StoppingCondition") or {}
+    limit = int(stopping.get("MaxRuntimeInSeconds") or DEFAULT_MAX_RUNTIME)
+    if describe_or_request.get("EnableManagedSpotTraining"):
+        limit += int(stopping.get("MaxWaitTimeInSeconds") or 0)
+    return limit + WAIT_MARGIN_SECONDS
