@@ -1,0 +1,154 @@
+"""Make moto's SageMaker training jobs behave like real ones for status tests.
+
+moto marks a job Completed the moment it is created and has no StopTrainingJob (DESIGN.md section
+6). ``MotoJobs`` (used as a fixture) makes new jobs start InProgress/Starting, adds
+StopTrainingJob (InProgress -> Stopping), lets a test move a job to any status, and counts the
+CreateTrainingJob / DescribeTrainingJob / StopTrainingJob calls that reached moto.
+Works under ``mock_aws`` and behind ``ThreadedMotoServer`` alike (same in-process backends).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from moto.sagemaker.models import FakeTrainingJob, SageMakerModelBackend, sagemaker_backends
+from moto.sagemaker.responses import SageMakerResponse
+
+ACCOUNT = "123456789012"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/SageMakerRole"
+
+
+def hetero_request(name: str, **overrides: Any) -> dict[str, Any]:
+    """A hand-written CreateTrainingJob request for a two-group heterogeneous job."""
+    request: dict[str, Any] = {
+        "TrainingJobName": name,
+        "RoleArn": ROLE,
+        "AlgorithmSpecification": {
+            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.1-gpu-py310",
+            "TrainingInputMode": "File",
+        },
+        "HyperParameters": {"sagemaker_program": '"train.py"', "epochs": "2"},
+        "InputDataConfig": [
+            {
+                "ChannelName": "train",
+                "DataSource": {
+                    "S3DataSource": {
+                        "S3DataType": "S3Prefix",
+                        "S3Uri": "s3://bucket/train",
+                        "S3DataDistributionType": "FullyReplicated",
+                        "InstanceGroupNames": ["data_group"],
+                    }
+                },
+            }
+        ],
+        "OutputDataConfig": {"S3OutputPath": "s3://bucket/output"},
+        "ResourceConfig": {
+            "InstanceGroups": [
+                {"InstanceGroupName": "data_group", "InstanceType": "ml.c5.xlarge", "InstanceCount": 2},
+                {"InstanceGroupName": "dnn_group", "InstanceType": "ml.p3.2xlarge", "InstanceCount": 1},
+            ],
+            "VolumeSizeInGB": 30,
+        },
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+    }
+    request.update(overrides)
+    return request
+
+
+class MotoJobs:
+    """Control moto's training jobs: initial status, status changes, stop, call counts."""
+
+    def __init__(self, region: str = "us-east-1") -> None:
+        self.region = region
+        self.calls: Counter[str] = Counter()
+        #: Per job, a list of callables run (and popped) one per DescribeTrainingJob.
+        self.scripts: dict[str, list[Callable[[], None]]] = {}
+
+    @property
+    def backend(self) -> SageMakerModelBackend:
+        return sagemaker_backends[ACCOUNT][self.region]
+
+    def job(self, name: str) -> FakeTrainingJob:
+        return self.backend.training_jobs[name]
+
+    def names(self) -> list[str]:
+        return list(self.backend.training_jobs)
+
+    def set(
+        self,
+        name: str,
+        status: str,
+        secondary: str | None = None,
+        message: str = "",
+        failure_reason: str | None = None,
+        **fields: Any,
+    ) -> None:
+        """Move job ``name`` to ``status`` (and a new SecondaryStatus with ``message``)."""
+        job = self.job(name)
+        job.training_job_status = status
+        if secondary is not None and secondary != job.secondary_status:
+            now = datetime.now(UTC)
+            transitions = job.secondary_status_transitions
+            if transitions:
+                transitions[-1]["EndTime"] = now
+            transitions.append({"Status": secondary, "StartTime": now, "StatusMessage": message})
+            job.secondary_status = secondary
+        if failure_reason is not None:
+            job.failure_reason = failure_reason
+        for key, value in fields.items():
+            setattr(job, key, value)
+
+    def script(self, name: str, *steps: dict[str, Any]) -> None:
+        """Before each following DescribeTrainingJob of ``name``, apply the next step (kwargs of set)."""
+        self.scripts[name] = [lambda s=step: self.set(name, **s) for step in steps]
+
+    # -- patches ----------------------------------------------------------------------------
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        jobs = self
+        original_init = FakeTrainingJob.__init__
+        original_create = SageMakerModelBackend.create_training_job
+        original_describe = SageMakerModelBackend.describe_training_job
+
+        def init(self: FakeTrainingJob, *args: Any, **kwargs: Any) -> None:
+            original_init(self, *args, **kwargs)
+            self.training_job_status = "InProgress"
+            self.secondary_status = "Starting"
+            del self.training_end_time
+            del self.final_metric_data_list
+
+        def create(self: SageMakerModelBackend, *args: Any, **kwargs: Any) -> Any:
+            jobs.calls["CreateTrainingJob"] += 1
+            return original_create(self, *args, **kwargs)
+
+        def describe(self: SageMakerModelBackend, training_job_name: str) -> Any:
+            jobs.calls["DescribeTrainingJob"] += 1
+            steps = jobs.scripts.get(training_job_name)
+            if steps:
+                steps.pop(0)()
+            return original_describe(self, training_job_name)
+
+        def stop_training_job(self: SageMakerResponse) -> str:
+            jobs.calls["StopTrainingJob"] += 1
+            name = json.loads(self.body)["TrainingJobName"]
+            backend = sagemaker_backends[self.current_account][self.region]
+            job = backend.training_jobs.get(name)
+            if job is None or job.training_job_status != "InProgress":
+                status = "unknown" if job is None else job.training_job_status
+                body = {
+                    "__type": "ValidationException",
+                    "message": f"The request was rejected because the training job is in status {status}.",
+                }
+                return json.dumps(body), {"status": 400}  # type: ignore[return-value]
+            jobs.set(name, "Stopping", "Stopping", "Stopping the training job")
+            return "{}"
+
+        monkeypatch.setattr(FakeTrainingJob, "__init__", init)
+        monkeypatch.setattr(SageMakerModelBackend, "create_training_job", create)
+        monkeypatch.setattr(SageMakerModelBackend, "describe_training_job", describe)
+        monkeypatch.setattr(SageMakerResponse, "stop_training_job", stop_training_job, raising=False)
