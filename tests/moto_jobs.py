@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from moto.core.exceptions import JsonRESTError
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.sagemaker.models import FakeTrainingJob, SageMakerModelBackend, sagemaker_backends
 from moto.sagemaker.responses import SageMakerResponse
 
@@ -58,6 +61,36 @@ def hetero_request(name: str, **overrides: Any) -> dict[str, Any]:
     }
     request.update(overrides)
     return request
+
+
+def throttling() -> JsonRESTError:
+    """A ThrottlingException as moto's server sends it (HTTP 400, JSON 1.1 error body)."""
+    return JsonRESTError("ThrottlingException", "Rate exceeded")
+
+
+def server_error() -> JsonRESTError:
+    """An InternalFailure with HTTP 500."""
+    error = JsonRESTError("InternalFailure", "We encountered an internal error.")
+    error.code = 500
+    return error
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """A moto server on a free local port; yields its URL."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def aws_connection_env(conn_id: str, endpoint_url: str, region: str = "us-east-1") -> tuple[str, str]:
+    """(env var name, value) defining an Airflow AWS connection that points at ``endpoint_url``."""
+    extra = {"endpoint_url": endpoint_url, "region_name": region}
+    return f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "aws", "extra": extra})
 
 
 class MotoJobs:
@@ -103,9 +136,21 @@ class MotoJobs:
         for key, value in fields.items():
             setattr(job, key, value)
 
-    def script(self, name: str, *steps: dict[str, Any]) -> None:
-        """Before each following DescribeTrainingJob of ``name``, apply the next step (kwargs of set)."""
-        self.scripts[name] = [lambda s=step: self.set(name, **s) for step in steps]
+    def script(self, name: str, *steps: dict[str, Any] | Exception) -> None:
+        """Before each following DescribeTrainingJob of ``name``, apply the next step.
+
+        A dict is passed to :meth:`set`; an exception is raised as the service's answer (use
+        :func:`throttling` for a throttling error). Once the steps run out the job stays as it is.
+        """
+        self.scripts[name] = [self._step(name, step) for step in steps]
+
+    def _step(self, name: str, step: dict[str, Any] | Exception) -> Callable[[], None]:
+        def run() -> None:
+            if isinstance(step, Exception):
+                raise step
+            self.set(name, **step)
+
+        return run
 
     # -- patches ----------------------------------------------------------------------------
 

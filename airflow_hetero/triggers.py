@@ -1,0 +1,166 @@
+"""HeteroTrainingTrigger: wait for a training job in the triggerer, without a hidden time cap.
+
+Polls DescribeTrainingJob through the Amazon provider's async (aiobotocore) client. Transient
+errors are retried and, if a poll still fails, the next poll tries again: they never end the
+wait on their own. The wait ends when the job finishes, when the deadline passes, or on a
+permanent error; each ends with one event. The default deadline is the job's own CreationTime
++ MaxRuntime (+ MaxWait for spot) + a margin, so a triggerer restart does not extend it.
+
+The class path ``airflow_hetero.triggers.HeteroTrainingTrigger`` and the kwargs of
+``serialize()`` are a stable interface: a triggerer may load a trigger serialized by an older
+release, so new kwargs must have defaults and old ones must keep working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_hetero._retry import RetryPolicy, acall_with_retry, is_transient
+from airflow_hetero.outcome import classify, wait_limit_seconds
+
+CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
+
+
+def _epoch(value: Any) -> float | None:
+    """A DescribeTrainingJob timestamp (datetime from botocore) as epoch seconds."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+class HeteroTrainingTrigger(BaseTrigger):
+    """Fire once the training job ``job_name`` is Completed, Failed or Stopped.
+
+    :param job_name: the SageMaker training job to watch.
+    :param aws_conn_id: Airflow AWS connection (its ``endpoint_url`` extra is honoured).
+    :param region_name: overrides the connection's region.
+    :param poll_interval: seconds between DescribeTrainingJob calls.
+    :param deadline: epoch seconds after which the trigger gives up with a ``timeout`` event;
+        None derives it from the job (CreationTime + MaxRuntime [+ MaxWait] + margin).
+    :param verify: passed to the AWS hook (TLS verification).
+    :param botocore_config: dict of ``botocore.config.Config`` options.
+
+    Event payload: ``status`` ("done", "timeout" or "error"), ``job_name``, ``job_status``,
+    ``secondary_status``, ``failure_reason`` and, for errors, ``message``.
+    """
+
+    def __init__(
+        self,
+        job_name: str,
+        *,
+        aws_conn_id: str | None = "aws_default",
+        region_name: str | None = None,
+        poll_interval: float = 30,
+        deadline: float | None = None,
+        verify: bool | str | None = None,
+        botocore_config: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.job_name = job_name
+        self.aws_conn_id = aws_conn_id
+        self.region_name = region_name
+        self.poll_interval = poll_interval
+        self.deadline = deadline
+        self.verify = verify
+        self.botocore_config = botocore_config
+        # Back off no longer than one poll interval (at most 30 s) between retries of a poll.
+        step = min(30.0, float(poll_interval))
+        self.retry_policy = RetryPolicy(base_delay=min(1.0, step), max_delay=step)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        """Stable class path and plain (JSON-able) kwargs."""
+        return (
+            CLASS_PATH,
+            {
+                "job_name": self.job_name,
+                "aws_conn_id": self.aws_conn_id,
+                "region_name": self.region_name,
+                "poll_interval": self.poll_interval,
+                "deadline": self.deadline,
+                "verify": self.verify,
+                "botocore_config": self.botocore_config,
+            },
+        )
+
+    def _hook(self) -> Any:
+        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+        return AwsBaseHook(
+            aws_conn_id=self.aws_conn_id,
+            region_name=self.region_name,
+            verify=self.verify,
+            config=self.botocore_config,
+            client_type="sagemaker",
+        )
+
+    def _event(
+        self, status: str, describe: dict[str, Any] | None, message: str | None = None
+    ) -> TriggerEvent:
+        describe = describe or {}
+        payload: dict[str, Any] = {
+            "status": status,
+            "job_name": self.job_name,
+            "job_status": describe.get("TrainingJobStatus"),
+            "secondary_status": describe.get("SecondaryStatus"),
+            "failure_reason": describe.get("FailureReason"),
+        }
+        if message is not None:
+            payload["message"] = message
+        return TriggerEvent(payload)  # type: ignore[no-untyped-call]
+
+    def _deadline_for(self, describe: dict[str, Any]) -> float | None:
+        if self.deadline is not None:
+            return float(self.deadline)
+        created = _epoch(describe.get("CreationTime"))
+        return None if created is None else created + wait_limit_seconds(describe)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Poll until the job finishes, the deadline passes or a permanent error occurs."""
+        hook = self._hook()
+        deadline = None if self.deadline is None else float(self.deadline)
+        last: dict[str, Any] | None = None
+        async with await hook.get_async_conn() as client:
+            while True:
+                try:
+                    describe: dict[str, Any] = await acall_with_retry(
+                        client.describe_training_job,
+                        policy=self.retry_policy,
+                        what=f"DescribeTrainingJob {self.job_name}",
+                        TrainingJobName=self.job_name,
+                    )
+                except Exception as exc:
+                    if not is_transient(exc):
+                        self.log.error("Stopped watching training job %s: %s", self.job_name, exc)
+                        yield self._event("error", last, f"{type(exc).__name__}: {exc}")
+                        return
+                    self.log.warning("Training job %s: still failing transiently: %s", self.job_name, exc)
+                else:
+                    last = describe
+                    if deadline is None:
+                        deadline = self._deadline_for(describe)
+                    try:
+                        finished = classify(describe) != "running"
+                    except ValueError as exc:
+                        yield self._event("error", describe, str(exc))
+                        return
+                    if finished:
+                        yield self._event("done", describe)
+                        return
+                    self.log.info(
+                        "Training job %s: %s / %s",
+                        self.job_name,
+                        describe.get("TrainingJobStatus"),
+                        describe.get("SecondaryStatus"),
+                    )
+                if deadline is not None and time.time() >= deadline:
+                    yield self._event("timeout", last, f"deadline {deadline:.0f} passed")
+                    return
+                await asyncio.sleep(self.poll_interval)
