@@ -1,0 +1,105 @@
+"""``summarize_training_job``: the per-instance-group summary of a SageMaker training job, as a plain dict.
+
+For ``@task`` users and for :class:`airflow_hetero.operators.log_summary.HeteroLogSummaryOperator`.
+Takes already-built clients (plain boto3 ones or those of
+:class:`airflow_hetero.hook.HeteroTrainingHook`), so importing it loads neither boto3 nor Airflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow_hetero.cloudwatch import ApiCalls, read_job_logs, read_utilization
+from airflow_hetero.logs import (
+    DEFAULT_MAX_ERROR_SAMPLES,
+    LOG_GROUP,
+    LineRules,
+    StreamLog,
+    groups_from_describe,
+    host_from_stream,
+    resolve_mapping,
+)
+from airflow_hetero.summary import build_summary, training_window
+from airflow_hetero.summary_limits import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
+
+__all__ = ["DEFAULT_MAX_XCOM_BYTES", "summarize_training_job"]
+
+
+def summarize_training_job(
+    job_name: str,
+    *,
+    logs_client: Any,
+    cloudwatch_client: Any = None,
+    sagemaker_client: Any,
+    tail_lines: int = 20,
+    error_patterns: Iterable[str] | None = None,
+    warning_patterns: Iterable[str] | None = None,
+    include_metrics: bool = True,
+    max_xcom_bytes: int = DEFAULT_MAX_XCOM_BYTES,
+    metric_definitions: Iterable[Mapping[str, Any]] | None = None,
+    max_error_samples: int = DEFAULT_MAX_ERROR_SAMPLES,
+    max_workers: int = 4,
+    log_group: str = LOG_GROUP,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
+
+    :param error_patterns: regexes counting a line as an error (None: tracebacks, ERROR/CRITICAL,
+        CUDA/NCCL errors, OOM kills; see :data:`airflow_hetero.logs.DEFAULT_ERROR_PATTERNS`).
+    :param metric_definitions: ``[{"Name", "Regex"}]``; None means the job's own MetricDefinitions.
+    :param max_xcom_bytes: size bound of the returned dict as JSON (tails shrink first, then error
+        samples; ``truncated`` says what was cut).
+    Works on a running job too (``partial`` is then True). Raises ValueError for bad arguments or
+    patterns before any log is read; service errors (e.g. an unknown job) propagate.
+    """
+    if tail_lines < 0:
+        raise ValueError(f"tail_lines must be >= 0, got {tail_lines}")
+    if max_error_samples < 0:
+        raise ValueError(f"max_error_samples must be >= 0, got {max_error_samples}")
+    if include_metrics and cloudwatch_client is None:
+        raise ValueError("include_metrics=True needs a cloudwatch_client")
+    calls = ApiCalls()
+    calls.add("DescribeTrainingJob")
+    describe = dict(sagemaker_client.describe_training_job(TrainingJobName=job_name))
+    describe.pop("ResponseMetadata", None)
+    if metric_definitions is None:
+        metric_definitions = (describe.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or ()
+    rules = LineRules.build(error_patterns, warning_patterns, metric_definitions)
+
+    def new_log(stream: str) -> StreamLog:
+        return StreamLog(
+            stream,
+            host_from_stream(stream, job_name),
+            rules,
+            tail_lines=tail_lines,
+            max_error_samples=max_error_samples,
+        )
+
+    logs, problems = read_job_logs(
+        logs_client, job_name, new_log, log_group=log_group, max_workers=max_workers, calls=calls
+    )
+    mapping = resolve_mapping(logs, groups_from_describe(describe))
+    datapoints = None
+    if include_metrics:
+        datapoints = {}
+        window = training_window(describe, now)
+        hosts = sorted({*mapping.host_to_group, *mapping.unmapped})
+        if window is not None and hosts:
+            start = datetime.fromtimestamp(window[0], tz=UTC) - timedelta(minutes=1)
+            end = datetime.fromtimestamp(window[1], tz=UTC) + timedelta(minutes=1)
+            datapoints = read_utilization(cloudwatch_client, job_name, hosts, start, end, calls=calls)
+    summary = build_summary(
+        job_name,
+        describe,
+        logs,
+        tail_lines=tail_lines,
+        max_error_samples=max_error_samples,
+        datapoints=datapoints,
+        mapping=mapping,
+        now=now,
+    )
+    summary["problems"].extend(problems)
+    summary["api_calls"] = calls.as_dict()
+    return enforce_size_limit(summary, max_xcom_bytes)

@@ -1,0 +1,418 @@
+"""Per-stream log accumulation and host -> instance-group mapping for SageMaker training jobs (pure).
+
+CloudWatch log streams of a heterogeneous job are named ``<job>/algo-<N>-<epoch>``; nothing in the
+name tells the instance group, and host numbers do not follow group order. This module reads the
+mapping out of the log lines themselves and keeps, per stream, only bounded state (counters, the
+first error lines, a short tail, last/best metric values), so memory does not grow with the number
+of events. No Airflow, boto3 or botocore here: the reading side (:mod:`airflow_hetero.cloudwatch`)
+feeds events in, :mod:`airflow_hetero.summary` turns the result into the XCom summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_hetero.runtime import parse_marker
+
+LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+#: Group name the sagemaker-training toolkit uses for a job without InstanceGroups.
+HOMOGENEOUS_GROUP = "homogeneousCluster"
+#: Stored lines (tails, error samples) are cut to this many characters; CloudWatch allows 256 KB.
+MAX_LINE_CHARS = 1000
+#: First error lines kept per stream (and per group after merging).
+DEFAULT_MAX_ERROR_SAMPLES = 10
+
+#: Default error patterns: Python tracebacks, log-level ERROR/CRITICAL/FATAL, CUDA and NCCL
+#: failures, out-of-memory kills (kernel OOM killer, a shell's bare "Killed", exit code 137,
+#: Python MemoryError) and the toolkit's ExecuteUserScriptError. Level words must stand alone
+#: (``ERROR:``/``ERROR ``/``[ERROR]``), so option values such as ``--NCCL_DEBUG WARN"`` or a
+#: metric called ``train:error`` do not count.
+DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
+    r"Traceback \(most recent call last\)",
+    r"(?<![\w-])(?:ERROR|CRITICAL|FATAL)(?=[\s:\]]|$)",
+    r"CUDA error|(?i:cuda out of memory)|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+",
+    r"NCCL (?:error|Error|ERROR)|nccl\w*Error|NCCL_\w+ failed",
+    r"(?i:out of memory)|oom-kill|OOMKilled|Killed process \d+|^\s*Killed\s*$|\bMemoryError\b",
+    r"ExecuteUserScriptError|exit(?:ed)? (?:with )?(?:code|status) 137\b|Segmentation fault",
+)
+#: Default warning patterns: log-level WARN/WARNING standing alone and Python ``...Warning:`` lines.
+DEFAULT_WARNING_PATTERNS: tuple[str, ...] = (
+    r"(?<![\w-])WARN(?:ING)?(?=[\s:\]]|$)",
+    r"\b[A-Z]\w*Warning: ",
+)
+
+_MARKER_TAG = "[airflow-hetero]"
+_TRACEBACK_CONTINUATIONS = ("Traceback", "During handling of the above", "The above exception")
+_STREAM_EPOCH = re.compile(r"^(?P<host>.+)-\d{9,}$")
+_ENV_LINE = re.compile(r"SM_[A-Z0-9_]*=")
+
+
+def compile_patterns(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """One regex matching any of ``patterns`` (None when there are none). Bad regexes raise ValueError."""
+    items = [p for p in patterns if p]
+    if not items:
+        return None
+    for p in items:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise ValueError(f"invalid pattern {p!r}: {exc}") from None
+    return re.compile("|".join(f"(?:{p})" for p in items), re.MULTILINE)
+
+
+def host_from_stream(stream_name: str, job_name: str | None = None) -> str:
+    """``<job>/algo-2-1700000000`` -> ``algo-2`` (the part after the job, without the epoch suffix)."""
+    rest = stream_name
+    if job_name and rest.startswith(job_name + "/"):
+        rest = rest[len(job_name) + 1 :]
+    elif "/" in rest:
+        rest = rest.rsplit("/", 1)[1]
+    match = _STREAM_EPOCH.match(rest)
+    return match.group("host") if match else rest
+
+
+def metric_goal(name: str) -> str:
+    """``"min"`` for metrics whose name contains "loss" or "error" (case-insensitive), else ``"max"``."""
+    lowered = name.lower()
+    return "min" if "loss" in lowered or "error" in lowered else "max"
+
+
+def clip(line: str, limit: int = MAX_LINE_CHARS) -> str:
+    """Cut ``line`` to ``limit`` characters, saying how much was cut."""
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]}... [+{len(line) - limit} chars]"
+
+
+@dataclass
+class MetricValue:
+    """Last and best value of one metric (``goal`` says whether best is the minimum or the maximum)."""
+
+    goal: str
+    last: float
+    last_time: int
+    best: float
+    count: int = 1
+
+    def update(self, value: float, timestamp: int) -> None:
+        """Fold in one parsed value."""
+        self.count += 1
+        if timestamp >= self.last_time:
+            self.last, self.last_time = value, timestamp
+        if (value < self.best) if self.goal == "min" else (value > self.best):
+            self.best = value
+
+    def merge(self, other: MetricValue) -> None:
+        """Fold in another host's or stream's values of the same metric."""
+        self.count += other.count
+        if other.last_time >= self.last_time:
+            self.last, self.last_time = other.last, other.last_time
+        if (other.best < self.best) if self.goal == "min" else (other.best > self.best):
+            self.best = other.best
+
+
+@dataclass
+class LineRules:
+    """What to look for in each line: error/warning regexes and the job's MetricDefinitions."""
+
+    errors: re.Pattern[str] | None
+    warnings: re.Pattern[str] | None
+    metrics: list[tuple[str, re.Pattern[str], str]]
+
+    @classmethod
+    def build(
+        cls,
+        error_patterns: Iterable[str] | None = None,
+        warning_patterns: Iterable[str] | None = None,
+        metric_definitions: Iterable[Mapping[str, Any]] | None = None,
+    ) -> LineRules:
+        """Compile the patterns; ``None`` means the defaults, an empty list means "none"."""
+        metrics: list[tuple[str, re.Pattern[str], str]] = []
+        for item in metric_definitions or ():
+            name, regex = str(item.get("Name", "")), str(item.get("Regex", ""))
+            if not name or not regex:
+                raise ValueError(f"metric definition needs Name and Regex: {dict(item)!r}")
+            try:
+                metrics.append((name, re.compile(regex), metric_goal(name)))
+            except re.error as exc:
+                raise ValueError(f"invalid regex for metric {name!r}: {exc}") from None
+        return cls(
+            errors=compile_patterns(DEFAULT_ERROR_PATTERNS if error_patterns is None else error_patterns),
+            warnings=compile_patterns(
+                DEFAULT_WARNING_PATTERNS if warning_patterns is None else warning_patterns
+            ),
+            metrics=metrics,
+        )
+
+
+@dataclass
+class ErrorSample:
+    """One error line with where and when it was logged."""
+
+    host: str
+    timestamp: int
+    line: str
+    exception: str | None = None
+
+
+@dataclass
+class StreamLog:
+    """Bounded accumulator for one log stream: counters, evidence for the host's group, samples, tail.
+
+    Feed events with :meth:`add` in stream order. Memory is bounded by ``tail_lines`` and
+    ``max_error_samples`` (each stored line cut to :data:`MAX_LINE_CHARS`), not by the event count.
+    """
+
+    stream: str
+    host: str
+    rules: LineRules
+    tail_lines: int = 20
+    max_error_samples: int = DEFAULT_MAX_ERROR_SAMPLES
+    events: int = 0
+    byte_count: int = 0
+    errors: int = 0
+    warnings: int = 0
+    first_time: int | None = None
+    last_time: int | None = None
+    error_samples: list[ErrorSample] = field(default_factory=list)
+    tail: deque[tuple[int, str]] = field(init=False)
+    metrics: dict[str, MetricValue] = field(default_factory=dict)
+    marker: dict[str, str] = field(default_factory=dict)
+    current_host: str | None = None
+    current_group: str | None = None
+    group_map: dict[str, dict[str, Any]] | None = None
+    _in_traceback: ErrorSample | None = None
+
+    def __post_init__(self) -> None:
+        self.tail = deque(maxlen=max(self.tail_lines, 0))
+
+    def add_events(self, events: Iterable[Mapping[str, Any]]) -> None:
+        """Fold in CloudWatch events (dicts with ``timestamp`` and ``message``)."""
+        for event in events:
+            self.add(int(event.get("timestamp") or 0), event.get("message", ""))
+
+    def add(self, timestamp: int, message: str | bytes) -> None:
+        """Fold in one event; a message with embedded newlines counts as one event, several lines."""
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", "replace")
+        self.events += 1
+        ascii_only = message.isascii()
+        self.byte_count += len(message) if ascii_only else len(message.encode("utf-8", "surrogatepass"))
+        if self.first_time is None or timestamp < self.first_time:
+            self.first_time = timestamp
+        if self.last_time is None or timestamp > self.last_time:
+            self.last_time = timestamp
+        if "\n" in message or "\r" in message:
+            for line in message.splitlines():
+                self._line(timestamp, line)
+        else:
+            self._line(timestamp, message)
+
+    def _line(self, timestamp: int, line: str) -> None:
+        stored = clip(line) if len(line) > MAX_LINE_CHARS else line
+        if stored and not stored.isspace():
+            self.tail.append((timestamp, stored))
+        if line.startswith("SM_") and _ENV_LINE.match(line):
+            self._env_line(line)  # toolkit configuration dump: evidence, never an error or warning
+            return
+        if _MARKER_TAG in line:
+            self._marker_line(line)
+        rules = self.rules
+        pending = self._in_traceback
+        if pending is not None and line:
+            if line[0].isspace() or line.startswith(_TRACEBACK_CONTINUATIONS):
+                pass  # a frame of the traceback being read: part of that one error
+            else:
+                pending.exception = clip(line, 300)  # the exception line that closes the traceback
+                self._in_traceback = None
+        elif rules.errors is not None and rules.errors.search(line):
+            self._error(timestamp, stored)
+        elif rules.warnings is not None and rules.warnings.search(line):
+            self.warnings += 1
+        for name, regex, goal in rules.metrics:
+            match = regex.search(line)
+            if match is None:
+                continue
+            try:
+                value = float(match.group(1) if regex.groups else match.group(0))
+            except (ValueError, IndexError, TypeError):
+                continue
+            current = self.metrics.get(name)
+            if current is None:
+                self.metrics[name] = MetricValue(goal, value, timestamp, value)
+            else:
+                current.update(value, timestamp)
+
+    def _error(self, timestamp: int, stored: str) -> None:
+        self.errors += 1
+        sample = ErrorSample(self.host, timestamp, stored)
+        if len(self.error_samples) < self.max_error_samples:
+            self.error_samples.append(sample)
+        # A traceback is one error: its frames and closing exception line are not counted again.
+        self._in_traceback = sample if stored.startswith("Traceback") else None
+
+    def _marker_line(self, line: str) -> None:
+        text = line.strip()
+        parsed = parse_marker(text) or parse_marker(text[text.index(_MARKER_TAG) :])
+        if parsed is not None:
+            self.marker.setdefault(parsed[0], parsed[1])
+
+    def _env_line(self, line: str) -> None:
+        key, _, value = line.rstrip().partition("=")
+        if key == "SM_CURRENT_HOST" and self.current_host is None and value:
+            self.current_host = value
+        elif key == "SM_CURRENT_INSTANCE_GROUP" and self.current_group is None and value:
+            self.current_group = value
+        elif key in ("SM_RESOURCE_CONFIG", "SM_INSTANCE_GROUPS_DICT") and self.group_map is None:
+            self.group_map = parse_group_map(key, value)
+
+
+def parse_group_map(key: str, value: str) -> dict[str, dict[str, Any]] | None:
+    """``SM_RESOURCE_CONFIG`` / ``SM_INSTANCE_GROUPS_DICT`` JSON -> {group: {instance_type, hosts}}.
+
+    Returns None for anything that is not the expected shape (a line cut short, another format).
+    """
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    items: Iterable[Any]
+    items = data.get("instance_groups") or () if key == "SM_RESOURCE_CONFIG" else data.values()
+    result: dict[str, dict[str, Any]] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        name, hosts = item.get("instance_group_name"), item.get("hosts")
+        if not isinstance(name, str) or not isinstance(hosts, list):
+            return None
+        result[name] = {
+            "instance_type": item.get("instance_type"),
+            "hosts": [str(h) for h in hosts],
+        }
+    return result or None
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """An instance group as DescribeTrainingJob states it."""
+
+    name: str
+    instance_type: str | None
+    instance_count: int
+
+
+def groups_from_describe(describe: Mapping[str, Any] | None) -> list[GroupSpec]:
+    """The job's groups from ``ResourceConfig`` (a homogeneous job is one ``homogeneousCluster`` group)."""
+    if not describe:
+        return []
+    config = describe.get("ResourceConfig") or {}
+    groups = config.get("InstanceGroups")
+    if groups:
+        return [
+            GroupSpec(str(g["InstanceGroupName"]), g.get("InstanceType"), int(g.get("InstanceCount") or 0))
+            for g in groups
+        ]
+    if config.get("InstanceType"):
+        return [GroupSpec(HOMOGENEOUS_GROUP, config["InstanceType"], int(config.get("InstanceCount") or 0))]
+    return []
+
+
+#: Mapping sources, most trusted first.
+SOURCES = ("marker", "toolkit", "group_map", "single_group")
+
+
+@dataclass
+class HostMapping:
+    """Which group each host is in, why, and what did not add up."""
+
+    host_to_group: dict[str, str]
+    source: dict[str, str]
+    unmapped: list[str]
+    problems: list[str]
+    instance_types: dict[str, str]
+
+
+def resolve_mapping(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = ()) -> HostMapping:
+    """Map hosts to groups by the most trusted evidence; never guess from host numbers.
+
+    Order of trust: the runtime helper's marker line; the toolkit's ``SM_CURRENT_HOST`` /
+    ``SM_CURRENT_INSTANCE_GROUP`` lines; the whole map in ``SM_RESOURCE_CONFIG`` /
+    ``SM_INSTANCE_GROUPS_DICT`` from any stream (covers MPI workers that print no start-up block);
+    a job with a single group. Two answers at the same level leave the host to lower levels; a host
+    nothing maps is unmapped. ``groups`` (from DescribeTrainingJob) is the cross-check.
+    """
+    claims: dict[str, dict[str, set[str]]] = {s: {} for s in SOURCES}
+    instance_types: dict[str, str] = {}
+    hosts: set[str] = set()
+
+    def claim(source: str, host: str, group: str) -> None:
+        claims[source].setdefault(host, set()).add(group)
+        hosts.add(host)
+
+    for log in streams:
+        hosts.add(log.host)
+        for host, group in log.marker.items():
+            claim("marker", host, group)
+        if log.current_group:
+            claim("toolkit", log.current_host or log.host, log.current_group)
+        for group, info in (log.group_map or {}).items():
+            if info.get("instance_type"):
+                instance_types.setdefault(group, str(info["instance_type"]))
+            for host in info["hosts"]:
+                claim("group_map", host, group)
+    if len(groups) == 1:
+        for host in hosts:
+            claim("single_group", host, groups[0].name)
+
+    host_to_group: dict[str, str] = {}
+    source_of: dict[str, str] = {}
+    problems: list[str] = []
+    for host in sorted(hosts):
+        for source in SOURCES:
+            found = claims[source].get(host)
+            if not found:
+                continue
+            if len(found) > 1:
+                problems.append(f"{host}: {source} evidence names several groups {sorted(found)}")
+                continue
+            group = next(iter(found))
+            if host not in host_to_group:
+                host_to_group[host], source_of[host] = group, source
+            elif group != host_to_group[host]:
+                problems.append(
+                    f"{host}: {source} evidence says {group}, {source_of[host]} says "
+                    f"{host_to_group[host]}; using {source_of[host]}"
+                )
+    unmapped = sorted(h for h in hosts if h not in host_to_group)
+    problems.extend(_cross_check(host_to_group, groups))
+    return HostMapping(host_to_group, source_of, unmapped, problems, instance_types)
+
+
+def _cross_check(host_to_group: Mapping[str, str], groups: Sequence[GroupSpec]) -> list[str]:
+    """Compare the mapping with DescribeTrainingJob: unknown groups, more hosts than instances."""
+    if not groups:
+        return []
+    problems: list[str] = []
+    members: dict[str, list[str]] = {}
+    for host, group in host_to_group.items():
+        members.setdefault(group, []).append(host)
+    known = {g.name: g for g in groups}
+    for group, group_hosts in sorted(members.items()):
+        spec = known.get(group)
+        if spec is None:
+            problems.append(
+                f"group {group} ({', '.join(sorted(group_hosts))}) is not in the job's ResourceConfig"
+            )
+        elif spec.instance_count and len(group_hosts) > spec.instance_count:
+            problems.append(
+                f"group {group}: {len(group_hosts)} hosts mapped ({', '.join(sorted(group_hosts))}) "
+                f"but InstanceCount is {spec.instance_count}"
+            )
+    return problems

@@ -1,0 +1,287 @@
+"""Assemble the per-group summary of a training job from stream accumulators and DescribeTrainingJob (pure).
+
+Inputs are already read: :class:`airflow_hetero.logs.StreamLog` objects (one per log stream), the
+DescribeTrainingJob answer and utilisation datapoints. The output is a plain JSON-serialisable dict
+(the XCom ``return_value``); :mod:`airflow_hetero.summary_limits` bounds its size and renders the
+table for the task log. No Airflow, boto3 or botocore here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow_hetero.logs import (
+    ErrorSample,
+    GroupSpec,
+    HostMapping,
+    MetricValue,
+    StreamLog,
+    groups_from_describe,
+    resolve_mapping,
+)
+
+#: CloudWatch metric name -> key in a group's ``utilization``.
+UTILIZATION_METRICS: dict[str, str] = {
+    "CPUUtilization": "cpu",
+    "MemoryUtilization": "memory",
+    "GPUUtilization": "gpu",
+    "GPUMemoryUtilization": "gpu_memory",
+}
+TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_NATURAL = re.compile(r"(\d+)")
+
+#: Datapoints of one host and metric: (epoch seconds, average, maximum).
+Datapoint = tuple[float, float | None, float | None]
+
+
+def natural_key(text: str) -> tuple[Any, ...]:
+    """Sort key putting ``algo-2`` before ``algo-10``."""
+    return tuple(int(part) if part.isdigit() else part for part in _NATURAL.split(text))
+
+
+def clean_text(text: str) -> str:
+    """Replace lone surrogates (from undecodable bytes) with U+FFFD so the text encodes as UTF-8."""
+    return _SURROGATES.sub("\ufffd", text) if not text.isascii() else text
+
+
+def iso(value: Any) -> str | None:
+    """datetime or epoch milliseconds -> ISO 8601 UTC string (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+    else:
+        moment = datetime.fromtimestamp(float(value) / 1000.0, tz=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _seconds(value: Any) -> float | None:
+    """datetime -> epoch seconds (naive datetimes are UTC)."""
+    if not isinstance(value, datetime):
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+
+
+def training_window(describe: Mapping[str, Any], now: datetime | None = None) -> tuple[float, float] | None:
+    """(start, end) in epoch seconds: TrainingStartTime to TrainingEndTime, or to now while running."""
+    start = _seconds(describe.get("TrainingStartTime"))
+    if start is None:
+        return None
+    end = _seconds(describe.get("TrainingEndTime"))
+    if end is None:
+        if describe.get("TrainingJobStatus") in TERMINAL_STATUSES:
+            end = _seconds(describe.get("LastModifiedTime"))
+        end = end or (now or datetime.now(UTC)).timestamp()
+    return start, max(start, end)
+
+
+def job_overview(describe: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
+    """Job-level part: status, secondary-status timeline with durations, billable/training seconds."""
+    now_s = (now or datetime.now(UTC)).timestamp()
+    status = describe.get("TrainingJobStatus")
+    timeline = []
+    for item in describe.get("SecondaryStatusTransitions") or ():
+        start, end = _seconds(item.get("StartTime")), _seconds(item.get("EndTime"))
+        ongoing = end is None and status not in TERMINAL_STATUSES
+        stop = end if end is not None else (now_s if ongoing else None)
+        timeline.append(
+            {
+                "status": item.get("Status"),
+                "start": iso(item.get("StartTime")),
+                "end": iso(item.get("EndTime")),
+                "seconds": round(stop - start, 3) if start is not None and stop is not None else None,
+                "ongoing": ongoing,
+                "message": item.get("StatusMessage"),
+            }
+        )
+    window = training_window(describe, now)
+    return {
+        "status": status,
+        "secondary_status": describe.get("SecondaryStatus"),
+        "failure_reason": describe.get("FailureReason"),
+        "partial": status not in TERMINAL_STATUSES,
+        "timeline": timeline,
+        "billable_seconds": describe.get("BillableTimeInSeconds"),
+        "training_seconds": describe.get("TrainingTimeInSeconds"),
+        "training_window": (
+            {
+                "start": iso(window[0] * 1000),
+                "end": iso(window[1] * 1000),
+                "seconds": round(window[1] - window[0], 3),
+            }
+            if window
+            else None
+        ),
+    }
+
+
+def instance_seconds(count: int, describe: Mapping[str, Any], now: datetime | None = None) -> float | None:
+    """Instance-seconds of a group: count x BillableTimeInSeconds (AWS's rule for multi-instance jobs),
+    else count x TrainingTimeInSeconds, else count x the training window so far."""
+    for key in ("BillableTimeInSeconds", "TrainingTimeInSeconds"):
+        if describe.get(key) is not None:
+            return float(count * int(describe[key]))
+    window = training_window(describe, now)
+    return round(count * (window[1] - window[0]), 3) if window else None
+
+
+def aggregate_utilization(
+    hosts: Iterable[str],
+    datapoints: Mapping[str, Mapping[str, Iterable[Datapoint]]],
+    window: tuple[float, float] | None = None,
+) -> dict[str, dict[str, Any] | None]:
+    """Average and maximum of CPU, memory, GPU and GPU memory over ``hosts`` and ``window``.
+
+    ``datapoints`` is host -> CloudWatch metric name -> (epoch seconds, average, maximum). The
+    average is the mean of the per-period averages over all hosts; the maximum is the largest
+    per-period maximum. Values are SageMaker's (percent summed over the instance's CPUs or GPUs).
+    A metric without datapoints is None.
+    """
+    result: dict[str, dict[str, Any] | None] = {}
+    host_list = list(hosts)
+    for metric, key in UTILIZATION_METRICS.items():
+        total, count, peak, with_data = 0.0, 0, -math.inf, 0
+        for host in host_list:
+            seen = False
+            for stamp, average, maximum in datapoints.get(host, {}).get(metric, ()):
+                if window is not None and not (window[0] - 60 <= stamp <= window[1]):
+                    continue
+                if average is not None:
+                    total += average
+                    count += 1
+                    seen = True
+                top = maximum if maximum is not None else average
+                if top is not None:
+                    peak = max(peak, top)
+                    seen = True
+            with_data += seen
+        result[key] = (
+            {
+                "avg": round(total / count, 2) if count else None,
+                "max": round(peak, 2) if peak > -math.inf else None,
+                "hosts": with_data,
+                "datapoints": count,
+            }
+            if with_data
+            else None
+        )
+    return result
+
+
+def _sample_dict(sample: ErrorSample) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "host": sample.host,
+        "time": iso(sample.timestamp),
+        "line": clean_text(sample.line),
+    }
+    if sample.exception:
+        out["exception"] = clean_text(sample.exception)
+    return out
+
+
+def merge_logs(logs: Sequence[StreamLog], tail_lines: int, max_error_samples: int) -> dict[str, Any]:
+    """Counters, error samples (earliest first), per-host tails and metrics of several streams."""
+    metrics: dict[str, MetricValue] = {}
+    for log in logs:
+        for name, value in log.metrics.items():
+            if name in metrics:
+                metrics[name].merge(value)
+            else:
+                metrics[name] = MetricValue(value.goal, value.last, value.last_time, value.best, value.count)
+    samples = sorted((s for log in logs for s in log.error_samples), key=lambda s: (s.timestamp, s.host))
+    tails: dict[str, list[tuple[int, int, int, str]]] = {}
+    for order, log in enumerate(logs):
+        tails.setdefault(log.host, []).extend((ts, order, i, line) for i, (ts, line) in enumerate(log.tail))
+    firsts = [log.first_time for log in logs if log.first_time is not None]
+    lasts = [log.last_time for log in logs if log.last_time is not None]
+    return {
+        "log_streams": sorted((log.stream for log in logs), key=natural_key),
+        "events": sum(log.events for log in logs),
+        "bytes": sum(log.byte_count for log in logs),
+        "first_event": iso(min(firsts)) if firsts else None,
+        "last_event": iso(max(lasts)) if lasts else None,
+        "errors": sum(log.errors for log in logs),
+        "warnings": sum(log.warnings for log in logs),
+        "error_samples": [_sample_dict(s) for s in samples[:max_error_samples]],
+        "tail": {
+            host: [clean_text(item[3]) for item in sorted(lines)[-tail_lines:]] if tail_lines > 0 else []
+            for host, lines in sorted(tails.items(), key=lambda kv: natural_key(kv[0]))
+        },
+        "metrics": {
+            name: {"last": v.last, "best": v.best, "goal": v.goal, "count": v.count}
+            for name, v in sorted(metrics.items())
+        },
+    }
+
+
+def build_summary(
+    job_name: str,
+    describe: Mapping[str, Any] | None,
+    logs: Sequence[StreamLog],
+    *,
+    tail_lines: int = 20,
+    max_error_samples: int = 10,
+    datapoints: Mapping[str, Mapping[str, Iterable[Datapoint]]] | None = None,
+    mapping: HostMapping | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The whole summary dict (before the size bound). ``datapoints`` None means metrics were not read."""
+    describe = describe or {}
+    specs: list[GroupSpec] = groups_from_describe(describe)
+    mapping = mapping or resolve_mapping(logs, specs)
+    window = training_window(describe, now) if describe else None
+    members: dict[str, list[str]] = {spec.name: [] for spec in specs}
+    for host, group in mapping.host_to_group.items():
+        members.setdefault(group, []).append(host)
+    by_host: dict[str, list[StreamLog]] = {}
+    for log in logs:
+        by_host.setdefault(log.host, []).append(log)
+    spec_of = {spec.name: spec for spec in specs}
+
+    groups: dict[str, Any] = {}
+    for name, members_of in members.items():
+        hosts = sorted(members_of, key=natural_key)
+        spec = spec_of.get(name)
+        count = spec.instance_count if spec else len(hosts)
+        group_logs = [log for host in hosts for log in by_host.get(host, ())]
+        entry: dict[str, Any] = {
+            "instance_type": (spec.instance_type if spec else None) or mapping.instance_types.get(name),
+            "instance_count": count,
+            "hosts": hosts,
+            "mapped_by": {host: mapping.source[host] for host in hosts},
+        }
+        entry.update(merge_logs(group_logs, tail_lines, max_error_samples))
+        entry["utilization"] = (
+            aggregate_utilization(hosts, datapoints, window) if datapoints is not None else None
+        )
+        entry["instance_seconds"] = instance_seconds(count, describe, now) if describe else None
+        groups[name] = entry
+
+    unmapped_logs = [log for host in mapping.unmapped for log in by_host.get(host, ())]
+    summary: dict[str, Any] = {"training_job_name": job_name}
+    summary.update(job_overview(describe, now) if describe else {"status": None, "partial": True})
+    summary.update(
+        {
+            "groups": groups,
+            "unmapped_hosts": sorted(mapping.unmapped, key=natural_key),
+            "unmapped": (
+                dict(
+                    hosts=sorted(mapping.unmapped, key=natural_key),
+                    **merge_logs(unmapped_logs, tail_lines, max_error_samples),
+                )
+                if mapping.unmapped
+                else None
+            ),
+            "problems": list(mapping.problems),
+            "errors": sum(log.errors for log in logs),
+            "warnings": sum(log.warnings for log in logs),
+            "truncated": {},
+        }
+    )
+    return summary

@@ -1,0 +1,205 @@
+"""Bound a summary's XCom size and render it as a per-group table for the task log (pure).
+
+The size bound cuts in a fixed order: tails first (long lines, then fewer lines per host), then
+error samples (long lines, then fewer samples), then the timeline's messages, the problem list and
+the unmapped host list. ``summary["truncated"]`` says what was cut; nothing is cut silently.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+#: Default bound: well under common XCom backends' limits (the DB backend stores tens of KB happily).
+DEFAULT_MAX_XCOM_BYTES = 48 * 1024
+#: Smallest bound accepted: the skeleton (groups, counters, metrics) must fit.
+MIN_MAX_XCOM_BYTES = 2048
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as JSON, the way Airflow's XCom encoder writes it (ASCII escapes)."""
+    return len(json.dumps(value, default=str))
+
+
+def _sections(summary: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The group dicts and the unmapped-host section: everything that has tails and samples."""
+    yield from summary.get("groups", {}).values()
+    if summary.get("unmapped"):
+        yield summary["unmapped"]
+
+
+def _cut_line(line: str, chars: int) -> str:
+    return line if len(line) <= chars else f"{line[:chars]}... [cut]"
+
+
+def _shrink_tails(summary: dict[str, Any], lines: int, chars: int) -> int:
+    """Keep the last ``lines`` lines per host, each at most ``chars`` long; return lines dropped."""
+    dropped = 0
+    for section in _sections(summary):
+        for host, tail in section.get("tail", {}).items():
+            keep = tail[-lines:] if lines > 0 else []
+            dropped += len(tail) - len(keep)
+            section["tail"][host] = [_cut_line(line, chars) for line in keep]
+    return dropped
+
+
+def _shrink_samples(summary: dict[str, Any], count: int, chars: int) -> int:
+    """Keep the first ``count`` error samples per group, lines at most ``chars``; return samples dropped."""
+    dropped = 0
+    for section in _sections(summary):
+        samples = section.get("error_samples", [])
+        keep = samples[:count]
+        dropped += len(samples) - len(keep)
+        for sample in keep:
+            sample["line"] = _cut_line(sample["line"], chars)
+            if "exception" in sample:
+                sample["exception"] = _cut_line(sample["exception"], chars)
+        section["error_samples"] = keep
+    return dropped
+
+
+def _steps(start: int) -> list[int]:
+    """start, start/2, start/4, ..., 1, 0."""
+    out, value = [], start
+    while value > 1:
+        value //= 2
+        out.append(max(value, 1))
+    return [*dict.fromkeys(out), 0]
+
+
+def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCOM_BYTES) -> dict[str, Any]:
+    """A copy of ``summary`` whose JSON is at most ``max_bytes``, with ``truncated`` saying what was cut.
+
+    Raises ValueError when ``max_bytes`` is below :data:`MIN_MAX_XCOM_BYTES` or the skeleton alone
+    does not fit.
+    """
+    if max_bytes < MIN_MAX_XCOM_BYTES:
+        raise ValueError(f"max_xcom_bytes must be at least {MIN_MAX_XCOM_BYTES}, got {max_bytes}")
+    before = json_size(summary)
+    if before <= max_bytes:
+        return summary
+    out = copy.deepcopy(summary)
+    truncated: dict[str, Any] = {"bytes_before": before, "max_xcom_bytes": max_bytes}
+    out["truncated"] = truncated
+
+    def fits() -> bool:
+        for _ in range(3):  # bytes_after counts its own digits: settle the number
+            size = json_size(out)
+            if truncated.get("bytes_after") == size:
+                break
+            truncated["bytes_after"] = size
+        return int(truncated["bytes_after"]) <= max_bytes
+
+    most_tail = max((len(t) for s in _sections(out) for t in s.get("tail", {}).values()), default=0)
+    most_samples = max((len(s.get("error_samples", [])) for s in _sections(out)), default=0)
+    tail_dropped = 0
+    for lines, chars in [(most_tail, 300), *((n, 200) for n in _steps(most_tail))]:
+        tail_dropped += _shrink_tails(out, lines, chars)
+        truncated["tail"] = {"lines_per_host": lines, "line_chars": chars, "lines_dropped": tail_dropped}
+        if fits():
+            return out
+    samples_dropped = 0
+    for count, chars in [(most_samples, 300), *((n, 160) for n in _steps(most_samples))]:
+        samples_dropped += _shrink_samples(out, count, chars)
+        truncated["error_samples"] = {"per_group": count, "line_chars": chars, "dropped": samples_dropped}
+        if fits():
+            return out
+    other: list[str] = []
+    truncated["other"] = other
+    for item in out.get("timeline") or ():
+        item["message"] = None
+    other.append("timeline messages")
+    if fits():
+        return out
+    if len(out.get("problems") or ()) > 3:
+        other.append(f"problems ({len(out['problems']) - 3} of {len(out['problems'])} dropped)")
+        out["problems"] = out["problems"][:3]
+        if fits():
+            return out
+    for key in ("unmapped_hosts",):
+        hosts = out.get(key) or []
+        if len(hosts) > 10:
+            other.append(f"{key} ({len(hosts) - 10} of {len(hosts)} dropped)")
+            out[key] = hosts[:10]
+            if out.get("unmapped"):
+                out["unmapped"]["hosts"] = hosts[:10]
+            if fits():
+                return out
+    raise ValueError(
+        f"summary of {summary.get('training_job_name')} needs {truncated['bytes_after']} bytes without "
+        f"tails and samples; raise max_xcom_bytes above {max_bytes}"
+    )
+
+
+def _util(value: dict[str, Any] | None) -> str:
+    if not value:
+        return "-"
+    avg, peak = value.get("avg"), value.get("max")
+    return f"{'-' if avg is None else f'{avg:.0f}'}/{'-' if peak is None else f'{peak:.0f}'}"
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    """A readable per-group table plus metrics, first errors and problems, for the task log."""
+    lines = [
+        f"Training job {summary.get('training_job_name')}: {summary.get('status')}"
+        f" ({summary.get('secondary_status') or '-'})"
+        + (
+            f", billable {summary['billable_seconds']} s"
+            if summary.get("billable_seconds") is not None
+            else ""
+        )
+        + (" [partial: job still running]" if summary.get("partial") else "")
+    ]
+    if summary.get("failure_reason"):
+        lines.append(f"Failure reason: {summary['failure_reason']}")
+    header = [
+        "group",
+        "instance type",
+        "n",
+        "hosts",
+        "streams",
+        "events",
+        "errors",
+        "warnings",
+        "cpu avg/max",
+        "mem avg/max",
+        "gpu avg/max",
+        "gpu mem avg/max",
+    ]
+    rows = [header]
+    sections = list(summary.get("groups", {}).items())
+    if summary.get("unmapped"):
+        sections.append(("(unmapped)", {**summary["unmapped"], "instance_type": "?", "instance_count": "?"}))
+    for name, group in sections:
+        util = group.get("utilization") or {}
+        rows.append(
+            [
+                name,
+                str(group.get("instance_type") or "?"),
+                str(group.get("instance_count")),
+                ",".join(group.get("hosts", [])) or "-",
+                str(len(group.get("log_streams", []))),
+                str(group.get("events", 0)),
+                str(group.get("errors", 0)),
+                str(group.get("warnings", 0)),
+                *(_util(util.get(key)) for key in ("cpu", "memory", "gpu", "gpu_memory")),
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    for name, group in sections:
+        for metric, value in (group.get("metrics") or {}).items():
+            lines.append(
+                f"{name}: {metric} last={value['last']:g} best={value['best']:g} ({value['goal']}, "
+                f"{value['count']} values)"
+            )
+        for sample in (group.get("error_samples") or [])[:3]:
+            text = sample["line"] + (f" -> {sample['exception']}" if sample.get("exception") else "")
+            lines.append(f"{name}: first errors: [{sample['host']}] {text[:200]}")
+    lines.extend(f"problem: {problem}" for problem in summary.get("problems") or ())
+    if summary.get("truncated"):
+        lines.append(f"truncated to fit max_xcom_bytes: {json.dumps(summary['truncated'])}")
+    return "\n".join(lines)
