@@ -1,0 +1,137 @@
+"""Hyperparameters as the SageMaker Python SDK v2 sends them.
+
+Framework estimators (PyTorch, TensorFlow) JSON-encode every value (``"service"`` ->
+``"\\"service\\""``, ``10`` -> ``"10"``, ``True`` -> ``"true"``) and add ``sagemaker_*``
+keys for the code, logging, job name, region and distribution strategy. A plain image
+estimator JSON-encodes user values only when ``source_dir`` is set (otherwise ``str()``),
+and its own ``sagemaker_*`` keys always.
+
+One deliberate difference from the SDK: ``torch_distributed`` on a heterogeneous job also
+gets ``sagemaker_distribution_instance_groups`` (the SDK forgets it, and the container
+then starts torchrun on every group).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from airflow_hetero import source
+
+if TYPE_CHECKING:
+    from airflow_hetero.spec import HeteroTrainingJob
+
+#: The code channel path the SDK uses when network isolation is on.
+CODE_CHANNEL_SOURCEDIR = "/opt/ml/input/data/code/sourcedir.tar.gz"
+
+RESERVED = frozenset(
+    {
+        "sagemaker_program",
+        "sagemaker_submit_directory",
+        "sagemaker_container_log_level",
+        "sagemaker_job_name",
+        "sagemaker_region",
+        "sagemaker_distribution_instance_groups",
+        "sagemaker_mpi_enabled",
+        "sagemaker_mpi_num_of_processes_per_host",
+        "sagemaker_mpi_custom_mpi_options",
+        "sagemaker_distributed_dataparallel_enabled",
+        "sagemaker_distributed_dataparallel_custom_mpi_options",
+        "sagemaker_instance_type",
+        "sagemaker_torch_distributed_enabled",
+        "sagemaker_pytorch_ddp_enabled",
+        "sagemaker_pytorch_xla_multi_worker_enabled",
+        "sagemaker_parameter_server_enabled",
+        "sagemaker_multi_worker_mirrored_strategy_enabled",
+        "mp_parameters",
+    }
+)
+
+
+def encode(value: Any) -> str:
+    """The SDK's framework encoding of one value."""
+    return json.dumps(value)
+
+
+def sdk_hyperparameters(job: HeteroTrainingJob, *, job_name: str, region: str) -> dict[str, str]:
+    """The ``HyperParameters`` of the CreateTrainingJob request for ``job``."""
+    framework_mode = job.framework is not None
+    json_values = framework_mode or job.source_dir is not None
+    out: dict[str, str] = {str(k): encode(v) if json_values else str(v) for k, v in job.hyperparameters.items()}
+    if job.entry_point is not None:
+        code_dir = source.submit_directory(job, job_name)
+        if job.enable_network_isolation:
+            code_dir = CODE_CHANNEL_SOURCEDIR
+        script_mode = {
+            "sagemaker_submit_directory": code_dir,
+            "sagemaker_program": source.program_name(job),
+            "sagemaker_container_log_level": job.container_log_level,
+            "sagemaker_job_name": job_name,
+            "sagemaker_region": region,
+        }
+        out.update({k: encode(v) for k, v in script_mode.items()})
+    if framework_mode and job.distribution is not None:
+        out.update({k: encode(v) for k, v in distribution_hyperparameters(job).items()})
+    if job.framework == "tensorflow":
+        out["model_dir"] = encode(_tensorflow_model_dir(job, job_name))
+    return out
+
+
+def distribution_hyperparameters(job: HeteroTrainingJob) -> dict[str, Any]:
+    """The ``sagemaker_*`` keys that launch the job's distribution strategy."""
+    dist = job.distribution or {}
+    config: dict[str, Any] = {}
+    instance_type = None if job.is_hetero else job.instance_type
+    group = job.distribution_group
+    if job.is_hetero and group is not None:
+        # for torch_distributed this is a deliberate difference from the SDK (module docstring)
+        config["sagemaker_distribution_instance_groups"] = [group]
+    if _enabled(dist, "torch_distributed"):
+        config["sagemaker_torch_distributed_enabled"] = True
+        if instance_type is not None:
+            config["sagemaker_instance_type"] = instance_type
+        return config
+    if _enabled(dist, "pytorchddp"):
+        config = {"sagemaker_pytorch_ddp_enabled": True}
+        if instance_type is not None:
+            config["sagemaker_instance_type"] = instance_type
+        return config
+    if _enabled(dist, "pytorchxla"):
+        return {"sagemaker_pytorch_xla_multi_worker_enabled": True}
+    if "parameter_server" in dist:
+        config["sagemaker_parameter_server_enabled"] = bool(dist["parameter_server"].get("enabled", False))
+    if "multi_worker_mirrored_strategy" in dist:
+        config["sagemaker_multi_worker_mirrored_strategy_enabled"] = bool(
+            dist["multi_worker_mirrored_strategy"].get("enabled", False)
+        )
+    mpi = dist.get("mpi", {})
+    if mpi.get("enabled", False):
+        config["sagemaker_mpi_enabled"] = True
+        if mpi.get("processes_per_host"):
+            config["sagemaker_mpi_num_of_processes_per_host"] = mpi["processes_per_host"]
+        config["sagemaker_mpi_custom_mpi_options"] = mpi.get("custom_mpi_options", "")
+    smd = dist.get("smdistributed", {})
+    if "dataparallel" in smd:
+        options = smd["dataparallel"]
+        config["sagemaker_distributed_dataparallel_enabled"] = bool(options.get("enabled", False))
+        config["sagemaker_instance_type"] = instance_type
+        config["sagemaker_distributed_dataparallel_custom_mpi_options"] = options.get("custom_mpi_options", "")
+    if "modelparallel" in smd and smd["modelparallel"].get("enabled", False):
+        config["mp_parameters"] = smd["modelparallel"].get("parameters", {})
+    return config
+
+
+def _enabled(dist: dict[str, Any], strategy: str) -> bool:
+    options = dist.get(strategy)
+    return isinstance(options, dict) and bool(options.get("enabled", False))
+
+
+def mpi_enabled(job: HeteroTrainingJob) -> bool:
+    """True when the job launches its script through MPI."""
+    return _enabled(job.distribution or {}, "mpi")
+
+
+def _tensorflow_model_dir(job: HeteroTrainingJob, job_name: str) -> str:
+    if mpi_enabled(job):
+        return "/opt/ml/model"
+    return f"{job.output_path.rstrip('/')}/{job_name}/model"

@@ -1,0 +1,73 @@
+"""SageMaker training instance types, read from botocore's own service model.
+
+The list is never copied by hand: it is the ``TrainingInstanceType`` enum of the
+sagemaker service model shipped with the installed botocore. Reading it from the
+compressed model file directly (without importing botocore) takes about 10 ms,
+cheap enough to check every definition fully at DAG-parse time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import gzip
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+_SHAPE = b'"TrainingInstanceType":'
+_FAMILY = re.compile(r"^ml\.([a-z][a-z0-9-]*)\.[a-z0-9-]+$")
+
+#: Instance types that smdistributed dataparallel accepts (the SDK's own list).
+SMDDP_INSTANCE_TYPES = frozenset(
+    {"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge"}
+)
+
+
+class InstanceTypeCatalogError(RuntimeError):
+    """botocore's sagemaker model could not be read."""
+
+
+def _service_model_path() -> Path:
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or not spec.submodule_search_locations:
+        raise InstanceTypeCatalogError("botocore is not installed; it is needed to check instance types")
+    root = Path(next(iter(spec.submodule_search_locations))) / "data" / "sagemaker"
+    versions = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    for version in reversed(versions):
+        for name in ("service-2.json.gz", "service-2.json"):
+            if (version / name).is_file():
+                return version / name
+    raise InstanceTypeCatalogError(f"no sagemaker service model found under {root}")
+
+
+@functools.cache
+def training_instance_types() -> frozenset[str]:
+    """All values of botocore's ``TrainingInstanceType`` enum."""
+    path = _service_model_path()
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    start = raw.find(_SHAPE)
+    if start < 0:
+        raise InstanceTypeCatalogError(f"TrainingInstanceType not found in {path}")
+    text = raw[start + len(_SHAPE) :].decode("utf-8")
+    shape, _ = json.JSONDecoder().raw_decode(text.lstrip())
+    return frozenset(shape["enum"])
+
+
+def family(instance_type: str) -> str | None:
+    """``ml.p4d.24xlarge`` -> ``p4d``; None for strings that are not ``ml.<family>.<size>``."""
+    match = _FAMILY.match(instance_type)
+    return match.group(1) if match else None
+
+
+def is_gpu(instance_type: str) -> bool:
+    """GPU families as the SageMaker SDK sees them (``g*`` and ``p*``)."""
+    fam = family(instance_type)
+    return fam is not None and fam[0] in ("g", "p")
+
+
+def closest(instance_type: str) -> str | None:
+    """The most similar valid instance type, for 'did you mean' hints."""
+    found = difflib.get_close_matches(instance_type, sorted(training_instance_types()), n=1, cutoff=0.6)
+    return found[0] if found else None

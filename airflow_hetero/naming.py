@@ -1,0 +1,73 @@
+"""Training-job names: SageMaker's pattern and length, and stable names for Airflow retries.
+
+A name derived for a task instance is ``<base>-<hash8>`` where the hash covers dag_id,
+task_id, run_id and map index, so a retry of the same task instance finds the job its
+earlier try started. When that job failed, the next one is ``<base>-<hash8>-<n>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+MAX_JOB_NAME = 63
+#: ``-<8 hex>-<up to 2 digits>``: the longest suffix airflow-hetero appends to base_job_name.
+SUFFIX_LENGTH = 12
+MAX_BASE_JOB_NAME = MAX_JOB_NAME - SUFFIX_LENGTH
+MAX_ATTEMPT = 99
+_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
+_IMAGE = re.compile(r"^(.+/)?([^:/@]+)([:@][^:/]+)?$")
+
+
+def check_job_name(name: str) -> str | None:
+    """Why ``name`` is not a valid TrainingJobName, or None when it is."""
+    if not 1 <= len(name) <= MAX_JOB_NAME:
+        return f"'{name}' is {len(name)} characters; SageMaker allows 1 to {MAX_JOB_NAME}"
+    if not _NAME.match(name):
+        return f"'{name}' may contain only letters, digits and '-', and must start and end with a letter or digit"
+    return None
+
+
+def check_base_job_name(base: str) -> str | None:
+    """Why ``base`` cannot prefix derived job names, or None when it can."""
+    if not _NAME.match(base):
+        return (
+            f"'{base}' may contain only letters, digits and '-' (no '_' or '.'), "
+            "and must start and end with a letter or digit"
+        )
+    if len(base) > MAX_BASE_JOB_NAME:
+        return (
+            f"'{base}' is {len(base)} characters; at most {MAX_BASE_JOB_NAME}, so that the "
+            f"{SUFFIX_LENGTH}-character suffix added per task instance keeps the job name "
+            f"within SageMaker's {MAX_JOB_NAME}"
+        )
+    return None
+
+
+def base_name_from_image(image_uri: str) -> str:
+    """The repository part of an image URI, as the SDK uses it for default job names."""
+    match = _IMAGE.match(image_uri)
+    return sanitize_base(match.group(2) if match else image_uri)
+
+
+def sanitize_base(text: str) -> str:
+    """Make any text a valid base job name (invalid characters become '-', length capped)."""
+    cleaned = re.sub(r"[^a-zA-Z0-9-]+", "-", text).strip("-")[:MAX_BASE_JOB_NAME].strip("-")
+    return cleaned or "training"
+
+
+def stable_hash(*parts: object) -> str:
+    """Eight hex characters that depend only on ``parts``."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
+    return digest[:8]
+
+
+def derived_job_name(base: str, key: str, attempt: int = 0) -> str:
+    """``<base>-<key>`` for the first job of a task instance, ``<base>-<key>-<attempt>`` after."""
+    if not 0 <= attempt <= MAX_ATTEMPT:
+        raise ValueError(f"attempt must be between 0 and {MAX_ATTEMPT}, got {attempt}")
+    name = f"{base}-{key}" if attempt == 0 else f"{base}-{key}-{attempt}"
+    problem = check_job_name(name)
+    if problem:
+        raise ValueError(problem)
+    return name

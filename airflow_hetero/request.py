@@ -1,0 +1,208 @@
+"""Definition -> the exact ``CreateTrainingJob`` request the SageMaker Python SDK v2 sends.
+
+A pure function: no network, no Airflow, no boto3. Two deliberate differences from the
+SDK, both where the SDK's request would misbehave (see ``docs/request.md``):
+
+* a channel without ``instance_groups`` in a heterogeneous job is given every group
+  (the service refuses a mix of channels with and without groups; the SDK sends it);
+* ``torch_distributed`` names its instance group (``sagemaker_distribution_instance_groups``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_hetero import images, instance_types, naming, source
+from airflow_hetero.errors import JobDefinitionError, Problem
+from airflow_hetero.hyperparameters import sdk_hyperparameters
+
+if TYPE_CHECKING:
+    from airflow_hetero.spec import HeteroTrainingJob, TrainingInput
+
+__all__ = ["base_job_name", "build_training_request", "training_image"]
+
+#: Regions where the SDK turns SageMaker Debugger and the profiler off (SDK 2.257 fw_utils).
+DEBUGGER_UNSUPPORTED_REGIONS = frozenset(
+    {
+        "us-iso-east-1",
+        "us-isob-east-1",
+        "ap-southeast-3",
+        "ap-southeast-4",
+        "eu-south-2",
+        "me-central-1",
+        "ap-south-2",
+        "eu-central-2",
+        "us-gov-east-1",
+    }
+)
+PROFILER_UNSUPPORTED_REGIONS = DEBUGGER_UNSUPPORTED_REGIONS
+#: Framework versions from which the SDK turns on SageMaker metrics time series by default.
+METRICS_TIME_SERIES_FROM = {"pytorch": (1, 3), "tensorflow": (1, 15)}
+
+
+def build_training_request(job: HeteroTrainingJob, *, job_name: str, region: str) -> dict[str, Any]:
+    """The ``CreateTrainingJob`` keyword arguments for ``job`` submitted as ``job_name`` in ``region``."""
+    problem = naming.check_job_name(job_name)
+    if problem:
+        raise JobDefinitionError([Problem("job_name", problem)], "invalid training job name")
+    algorithm: dict[str, Any] = {"TrainingInputMode": "File", "TrainingImage": training_image(job, region)}
+    if job.metric_definitions is not None:
+        algorithm["MetricDefinitions"] = [dict(d) for d in job.metric_definitions]
+    if _metrics_time_series(job):
+        algorithm["EnableSageMakerMetricsTimeSeries"] = True
+    output: dict[str, Any] = {"S3OutputPath": job.output_path}
+    if job.output_kms_key:
+        output["KmsKeyId"] = job.output_kms_key
+    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": job.max_run}
+    if job.max_wait is not None:
+        stopping["MaxWaitTimeInSeconds"] = job.max_wait
+    request: dict[str, Any] = {
+        "AlgorithmSpecification": algorithm,
+        "OutputDataConfig": output,
+        "TrainingJobName": job_name,
+        "StoppingCondition": stopping,
+        "ResourceConfig": resource_config(job),
+        "RoleArn": job.role,
+    }
+    channels = input_data_config(job, job_name)
+    if channels:
+        request["InputDataConfig"] = channels
+    hyperparameters = sdk_hyperparameters(job, job_name=job_name, region=region)
+    if hyperparameters:
+        request["HyperParameters"] = hyperparameters
+    if job.environment:
+        request["Environment"] = dict(job.environment)
+    if job.tags:
+        request["Tags"] = [dict(t) for t in job.tags]
+    if job.subnets is not None and job.security_group_ids is not None:
+        request["VpcConfig"] = {"Subnets": list(job.subnets), "SecurityGroupIds": list(job.security_group_ids)}
+    if job.enable_network_isolation:
+        request["EnableNetworkIsolation"] = True
+    if job.encrypt_inter_container_traffic:
+        request["EnableInterContainerTrafficEncryption"] = True
+    if job.use_spot_instances:
+        request["EnableManagedSpotTraining"] = True
+    if job.checkpoint_s3_uri:
+        checkpoint = {"S3Uri": job.checkpoint_s3_uri}
+        if job.checkpoint_local_path:
+            checkpoint["LocalPath"] = job.checkpoint_local_path
+        request["CheckpointConfig"] = checkpoint
+    if _debugger_on(job, region):
+        request["DebugHookConfig"] = {"S3OutputPath": job.output_path, "CollectionConfigurations": []}
+    if region in PROFILER_UNSUPPORTED_REGIONS:
+        request["ProfilerConfig"] = {"DisableProfiler": True}
+    else:
+        request["ProfilerConfig"] = {"S3OutputPath": job.output_path, "DisableProfiler": False}
+    return request
+
+
+def resource_config(job: HeteroTrainingJob) -> dict[str, Any]:
+    """``ResourceConfig``: InstanceGroups for a heterogeneous job, never next to InstanceType/Count."""
+    config: dict[str, Any] = {"VolumeSizeInGB": job.volume_size}
+    if job.instance_groups is not None:
+        config["InstanceGroups"] = [
+            {
+                "InstanceGroupName": g.instance_group_name,
+                "InstanceType": g.instance_type,
+                "InstanceCount": g.instance_count,
+            }
+            for g in job.instance_groups
+        ]
+    else:
+        config["InstanceType"] = job.instance_type
+        config["InstanceCount"] = job.instance_count
+    if job.volume_kms_key:
+        config["VolumeKmsKeyId"] = job.volume_kms_key
+    return config
+
+
+def input_data_config(job: HeteroTrainingJob, job_name: str) -> list[dict[str, Any]]:
+    """``InputDataConfig`` in definition order, plus the SDK's ``code`` channel under network isolation."""
+    channels = [{"ChannelName": name, **_channel(spec)} for name, spec in job.inputs.items()]
+    code_uri = source.submit_directory(job, job_name)
+    if job.enable_network_isolation and job.entry_point is not None and code_uri is not None:
+        s3 = {"S3DataType": "S3Prefix", "S3Uri": code_uri, "S3DataDistributionType": "FullyReplicated"}
+        channels.append({"ChannelName": "code", "DataSource": {"S3DataSource": s3}})
+    if job.is_hetero and any(_groups_of(c) for c in channels):
+        for channel in channels:
+            if not _groups_of(channel):
+                # deliberate difference from the SDK: a channel without groups goes to every group
+                channel["DataSource"]["S3DataSource"]["InstanceGroupNames"] = list(job.group_names)
+    return channels
+
+
+def _groups_of(channel: dict[str, Any]) -> list[str]:
+    groups: list[str] = channel["DataSource"]["S3DataSource"].get("InstanceGroupNames", [])
+    return groups
+
+
+def _channel(spec: TrainingInput) -> dict[str, Any]:
+    s3: dict[str, Any] = {"S3DataType": spec.s3_data_type, "S3Uri": spec.s3_data}
+    explicit = "distribution" in spec.model_fields_set
+    if explicit or not (spec.target_attribute_name or spec.shuffle_config):
+        s3["S3DataDistributionType"] = spec.distribution
+    if spec.attribute_names is not None:
+        s3["AttributeNames"] = list(spec.attribute_names)
+    if spec.instance_groups is not None:
+        s3["InstanceGroupNames"] = list(spec.instance_groups)
+    config: dict[str, Any] = {"DataSource": {"S3DataSource": s3}}
+    if spec.compression is not None:
+        config["CompressionType"] = spec.compression
+    if spec.content_type is not None:
+        config["ContentType"] = spec.content_type
+    if spec.record_wrapping is not None:
+        config["RecordWrapperType"] = spec.record_wrapping
+    if spec.input_mode is not None:
+        config["InputMode"] = spec.input_mode
+    if spec.target_attribute_name is not None:
+        config["TargetAttributeName"] = spec.target_attribute_name
+    if spec.shuffle_config is not None:
+        config["ShuffleConfig"] = {"Seed": spec.shuffle_config.seed}
+    return config
+
+
+def training_image(job: HeteroTrainingJob, region: str) -> str:
+    """``image_uri`` when given, otherwise the framework's Deep Learning Container for ``region``."""
+    if job.image_uri:
+        return job.image_uri
+    assert job.framework and job.framework_version and job.py_version  # guaranteed by the spec
+    return images.training_image_uri(
+        job.framework, job.framework_version, job.py_version, region, image_instance_type(job)
+    )
+
+
+def image_instance_type(job: HeteroTrainingJob) -> str:
+    """The instance type that picks the image: the first GPU group's, else the first group's."""
+    if job.instance_groups is None:
+        assert job.instance_type is not None
+        return job.instance_type
+    for group in job.instance_groups:
+        if instance_types.is_gpu(group.instance_type):
+            return group.instance_type
+    return job.instance_groups[0].instance_type
+
+
+def base_job_name(job: HeteroTrainingJob) -> str:
+    """``base_job_name``, or the SDK's default: the image's repository name."""
+    if job.base_job_name:
+        return job.base_job_name
+    if job.image_uri:
+        return naming.base_name_from_image(job.image_uri)
+    return f"{job.framework}-training"
+
+
+def _metrics_time_series(job: HeteroTrainingJob) -> bool:
+    if job.framework is None or job.framework_version is None:
+        return False
+    parts = tuple(int(p) for p in job.framework_version.split(".") if p.isdigit())
+    return parts >= METRICS_TIME_SERIES_FROM[job.framework]
+
+
+def _debugger_on(job: HeteroTrainingJob, region: str) -> bool:
+    if region in DEBUGGER_UNSUPPORTED_REGIONS:
+        return False
+    if job.framework and job.checkpoint_s3_uri and job.checkpoint_local_path:
+        # SMDebug does not support distributed jobs with checkpointing (the SDK turns it off)
+        instances = sum(g.instance_count for g in job.instance_groups or []) or (job.instance_count or 1)
+        return instances <= 1 and job.distribution is None
+    return True
