@@ -1,0 +1,117 @@
+"""``airflow-hetero local serve``: run the offline endpoint in the foreground until Ctrl-C.
+
+``register(subparsers)`` adds the ``local`` command group to the package's CLI; each leaf parser
+sets ``func(args) -> int`` (the exit code). ``python -m airflow_hetero.local serve`` runs the same
+command without the package CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def default_workdir() -> Path:
+    """Where ``local serve`` keeps job state unless told otherwise (survives restarts)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "airflow-hetero" / "local"
+
+
+def _add_serve(subparsers: Any) -> argparse.ArgumentParser:
+    serve: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="serve the offline SageMaker endpoint (training jobs run as local processes)",
+        description="Serve SageMaker training-job actions (run as local processes) and, through moto, "
+        "S3, CloudWatch Logs, CloudWatch, IAM and STS on one URL, until Ctrl-C.",
+    )
+    serve.add_argument("--port", type=int, default=0, help="port to listen on (default: a free port)")
+    serve.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help=f"job state and host directories (default: {default_workdir()})",
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="bind address (default 127.0.0.1; anything else exposes code execution)",
+    )
+    serve.add_argument("--seed", type=int, default=0, help="seed of the host-to-group shuffle")
+    serve.set_defaults(func=serve_command)
+    return serve
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``local`` (with ``local serve``) to an argparse subparsers object."""
+    local: argparse.ArgumentParser = subparsers.add_parser(
+        "local", help="offline SageMaker endpoint that runs heterogeneous jobs on this machine"
+    )
+    commands = local.add_subparsers(dest="local_command", metavar="COMMAND", required=True)
+    _add_serve(commands)
+    return local
+
+
+def describe_endpoint(endpoint: Any, out: TextIO) -> None:
+    """Print the URL and how to point Airflow and boto3 at it."""
+    out.write(f"airflow-hetero local endpoint listening on {endpoint.url}\n")
+    out.write(f"workdir: {endpoint.workdir}\n\n")
+    out.write("Airflow connection (aws_default):\n")
+    out.write(f"  export AIRFLOW_CONN_AWS_DEFAULT='{endpoint.airflow_connection_json()}'\n")
+    out.write("boto3 / AWS CLI:\n")
+    out.write(
+        f"  export AWS_ENDPOINT_URL={endpoint.url} AWS_ACCESS_KEY_ID=testing "
+        f"AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION={endpoint.region}\n\n"
+    )
+    out.write("Press Ctrl-C to stop (running jobs are stopped and marked Failed).\n")
+    out.flush()
+
+
+def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run the endpoint until SIGINT/SIGTERM; return the exit code."""
+    from airflow_hetero.local.server import LocalEndpoint
+
+    out = out or sys.stdout
+    if args.host not in _LOOPBACK_NAMES:
+        sys.stderr.write(
+            f"WARNING: binding to {args.host}: anyone who can reach it can run code on this "
+            "machine (training jobs run their scripts here).\n"
+        )
+    endpoint = LocalEndpoint(
+        workdir=args.workdir or default_workdir(), port=args.port, host=args.host, seed=args.seed
+    )
+    done = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        endpoint.start()
+        recovered = endpoint.service.recovered
+        if recovered:
+            out.write(
+                f"{len(recovered)} job(s) left running by a previous endpoint were marked Failed: "
+                f"{', '.join(recovered)}\n"
+            )
+        describe_endpoint(endpoint, out)
+        done.wait()
+        out.write("stopping...\n")
+        out.flush()
+    finally:
+        endpoint.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m airflow_hetero.local serve [...]``."""
+    parser = argparse.ArgumentParser(prog="python -m airflow_hetero.local")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_serve(commands)
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code

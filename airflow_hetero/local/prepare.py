@@ -1,0 +1,139 @@
+"""The Downloading phase: source code, per-host layout and channel data, before any host runs.
+
+The entry point is script mode as the SageMaker Python SDK submits it: ``sagemaker_program`` names
+the script inside the ``sagemaker_submit_directory`` tarball in S3 (both JSON-encoded strings, as
+every SDK hyperparameter). The tarball is checked and extracted once, then copied into each host's
+``code`` directory; each host receives only the channels assigned to its group.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from airflow_hetero.local.layout import Cluster, create_layout, input_data_config
+from airflow_hetero.local.rules import channel_groups
+from airflow_hetero.local.transfer import TransferError, download_channel, fetch, safe_extract
+
+CONTAINER_ROOT = "/opt/ml/"
+
+
+class JobFailure(Exception):
+    """Ends the job as Failed with ``reason`` as its FailureReason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _decoded(raw: dict[str, str], key: str) -> str | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        decoded = value
+    return str(decoded) if decoded is not None else None
+
+
+def entry_point(hyperparameters: dict[str, str]) -> tuple[str, str]:
+    """(program, source tarball URI) from the SDK's ``sagemaker_program``/``sagemaker_submit_directory``."""
+    program = _decoded(hyperparameters, "sagemaker_program")
+    source = _decoded(hyperparameters, "sagemaker_submit_directory")
+    if not program or not source:
+        raise JobFailure(
+            "ClientError: The local endpoint runs script-mode training jobs: HyperParameters must name the "
+            "entry point in sagemaker_program and its source tarball in sagemaker_submit_directory "
+            "(JSON-encoded strings, as the SageMaker Python SDK sends them)."
+        )
+    path = PurePosixPath(program)
+    if path.is_absolute() or ".." in path.parts:
+        raise JobFailure(
+            f"ClientError: The entry point {program!r} must be a path inside the source directory."
+        )
+    return program, source
+
+
+def fetch_source(s3: Any, source: str, staging: Path) -> None:
+    """Download the source tarball and extract it, safely, into ``staging``."""
+    from botocore.exceptions import ClientError
+
+    try:
+        data = fetch(s3, source)
+    except (ClientError, TransferError) as exc:
+        raise JobFailure(f"ClientError: Could not download the source tarball {source}: {exc}") from exc
+    _extract(data, source, staging)
+
+
+def _extract(data: bytes, source: str, dest: Path) -> None:
+    try:
+        safe_extract(data, dest)
+    except TransferError as exc:
+        raise JobFailure(
+            f"ClientError: The source tarball {source} was refused: {exc}. No host was started."
+        ) from exc
+
+
+def prepare_hosts(
+    *, record: dict[str, Any], cluster: Cluster, s3: Any, job_dir: Path, check_interrupt: Callable[[], None]
+) -> str:
+    """Lay out every host, download its channels, put the source in its code dir; return the entry point.
+
+    The source is an S3 tarball (checked and extracted once, then copied to every host) or, as the
+    SDK submits it under network isolation, a path below ``/opt/ml/`` that a channel delivers (read
+    from each host's own layout). ``check_interrupt`` is called between steps so a stop or timeout
+    is honoured during downloads.
+    """
+    from botocore.exceptions import ClientError
+
+    hyperparameters: dict[str, str] = record.get("HyperParameters") or {}
+    program, source = entry_point(hyperparameters)
+    staging: Path | None = None
+    if source.startswith("s3://"):
+        staging = job_dir / "source"
+        fetch_source(s3, source, staging)
+    elif not source.startswith(CONTAINER_ROOT):
+        raise JobFailure(
+            f"ClientError: sagemaker_submit_directory must be an s3:// URI or a path under {CONTAINER_ROOT}, "
+            f"not {source}"
+        )
+    group_names = [g.name for g in cluster.groups]
+    channels: list[dict[str, Any]] = record.get("InputDataConfig") or []
+    for host in cluster.hosts:
+        check_interrupt()
+        mine = [c for c in channels if host.group in channel_groups(c, group_names)]
+        create_layout(
+            host,
+            resource=cluster.resource_config(host),
+            hyperparameters=hyperparameters,
+            data_config=input_data_config(mine),
+        )
+        peers = [h.name for h in cluster.group_hosts(host.group)]
+        for channel in mine:
+            check_interrupt()
+            s3_source = channel["DataSource"]["S3DataSource"]
+            try:
+                download_channel(
+                    s3,
+                    s3_source["S3Uri"],
+                    host.channel_dir(channel["ChannelName"]),
+                    shard_index=peers.index(host.name),
+                    shard_count=len(peers),
+                    sharded=s3_source.get("S3DataDistributionType") == "ShardedByS3Key",
+                )
+            except (ClientError, TransferError) as exc:
+                raise JobFailure(f"ClientError: Channel {channel['ChannelName']}: {exc}") from exc
+        if staging is not None:
+            shutil.copytree(staging, host.code_dir, dirs_exist_ok=True, symlinks=True)
+        else:
+            local = host.base_dir / source[len(CONTAINER_ROOT) :]
+            if not local.is_file():
+                raise JobFailure(f"ClientError: The source tarball {source} is not on host {host.name}.")
+            _extract(local.read_bytes(), source, host.code_dir)
+        if not (host.code_dir / program).is_file():
+            raise JobFailure(f"ClientError: The entry point {program} is not in the source tarball {source}.")
+    return program

@@ -1,0 +1,118 @@
+"""One host as a local process: start it in its own process group, read its output, end it.
+
+Every host runs in a new session so that stopping the job can signal the whole process group
+(the entry point and anything it spawned): SIGTERM first, as SageMaker does, SIGKILL after a grace
+period. Output is read line by line from both pipes into the host's log file and the log shipper;
+the last stderr lines are kept for the job's FailureReason.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+LineSink = Callable[[str, int], None]
+"""Receives each output line and its timestamp in milliseconds."""
+
+
+class HostProcess:
+    """A running host: its process group, pipes and output tails."""
+
+    def __init__(
+        self, name: str, command: list[str], *, env: dict[str, str], cwd: Path, log_file: Path, sink: LineSink
+    ) -> None:
+        self.name = name
+        self.command = command
+        self._env = env
+        self._cwd = cwd
+        self._log_file = log_file
+        self._sink = sink
+        self._file_lock = threading.Lock()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+        self._output_tail: collections.deque[str] = collections.deque(maxlen=20)
+        self._readers: list[threading.Thread] = []
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def write_line(self, line: str, timestamp_ms: int | None = None) -> None:
+        """Record a line as host output (log file and log stream), e.g. the start-up banner."""
+        stamp = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
+        with self._file_lock, self._log_file.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+        self._sink(line, stamp)
+
+    def start(self) -> int:
+        """Start the process in a new session; return its pid (= its process group id)."""
+        self.proc = subprocess.Popen(
+            self.command,
+            cwd=self._cwd,
+            env=self._env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        for stream, is_err in ((self.proc.stdout, False), (self.proc.stderr, True)):
+            reader = threading.Thread(
+                target=self._read, args=(stream, is_err), name=f"{self.name}-out", daemon=True
+            )
+            reader.start()
+            self._readers.append(reader)
+        return self.proc.pid
+
+    def _read(self, stream: IO[bytes], is_err: bool) -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if is_err and line.strip():
+                self._stderr_tail.append(line)
+            if line.strip():
+                self._output_tail.append(line)
+            self.write_line(line)
+        stream.close()
+
+    @property
+    def pid(self) -> int:
+        """The host's main process id."""
+        assert self.proc is not None
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        """Exit code of the main process, or None while it runs."""
+        return self.proc.poll() if self.proc is not None else None
+
+    def error_tail(self, count: int = 5) -> list[str]:
+        """The last non-empty stderr lines (stdout's when stderr stayed silent)."""
+        lines = list(self._stderr_tail) or list(self._output_tail)
+        return lines[-count:]
+
+    def signal_group(self, signum: int) -> None:
+        """Send ``signum`` to the host's whole process group (ignored when it is gone)."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signum)
+
+    def terminate(self, grace: float) -> None:
+        """SIGTERM the group, SIGKILL it after ``grace`` seconds, reap the process, drain the pipes."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.signal_group(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=grace)
+        self.signal_group(signal.SIGKILL)  # children left behind by an exited leader, too
+        self.proc.wait()
+        self.join_output()
+
+    def join_output(self, timeout: float = 5.0) -> None:
+        """Wait until both pipes are drained (every line has reached the sinks)."""
+        for reader in self._readers:
+            reader.join(timeout)

@@ -1,0 +1,378 @@
+"""Run one training job: its lifecycle from Downloading to a terminal state, hosts included.
+
+InProgress with SecondaryStatus Starting -> Downloading -> Training -> Uploading -> Completed, each
+transition recorded with SageMaker's status message. A host exiting non-zero fails the job (the
+others are terminated); StopTrainingJob and MaxRuntimeInSeconds terminate every host (process
+groups: SIGTERM, then SIGKILL after a grace period) and end the job Stopped. The hosts' model
+directories are merged into ``<S3OutputPath>/<job>/output/model.tar.gz``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import shlex
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_hetero.local import smenv
+from airflow_hetero.local.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
+from airflow_hetero.local.layout import Cluster, Host
+from airflow_hetero.local.logship import LogShipper, stream_name
+from airflow_hetero.local.metrics import MetricsSampler
+from airflow_hetero.local.prepare import JobFailure, prepare_hosts
+from airflow_hetero.local.process import HostProcess
+from airflow_hetero.local.store import JobStore, add_transition, finish
+from airflow_hetero.local.transfer import has_files, join_uri, tar_directories, upload
+
+log = logging.getLogger(__name__)
+
+_INHERIT_DROP = ("SM_", "AWS_", "SAGEMAKER_", "AIRFLOW_HETERO_", "TRAINING_JOB_")
+MAX_FAILURE_REASON = 1024
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Timing knobs of the endpoint (tests shorten them)."""
+
+    stop_grace: float = 5.0
+    """Seconds between SIGTERM and SIGKILL when hosts are terminated."""
+    metrics_interval: float = 5.0
+    log_flush_interval: float = 1.0
+    poll_interval: float = 0.1
+
+
+class _Interrupted(Exception):
+    def __init__(self, kind: str, reason: str = "") -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.reason = reason
+
+
+def failure_reason(host: Host, code: int, lines: list[str]) -> str:
+    """FailureReason naming host, group and exit code, ending with the host's last error lines."""
+    if code < 0:
+        try:
+            how = f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+    else:
+        how = f"exited with code {code}"
+    head = f"AlgorithmError: host {host.name} (instance group {host.group}) {how}. Last error lines:\n"
+    detail = "\n".join(lines).strip() or "(no output)"
+    room = MAX_FAILURE_REASON - len(head)
+    if len(detail) > room:
+        detail = "..." + detail[-(room - 3) :]
+    return head + detail
+
+
+class JobRunner:
+    """Drives one job in a background thread; ``request_stop``/``abort`` end it early."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        store: JobStore,
+        clients: Clients,
+        region: str,
+        cluster: Cluster,
+        options: RunOptions,
+        on_done: Callable[[str], None],
+    ) -> None:
+        self.name = name
+        self._store = store
+        self._clients = clients
+        self._region = region
+        self._cluster = cluster
+        self._options = options
+        self._on_done = on_done
+        self._stop = threading.Event()
+        self._abort_reason: str | None = None
+        self._deadline = float("inf")
+        self._procs: dict[str, HostProcess] = {}
+        self._thread = threading.Thread(target=self._run, name=f"job-{name}", daemon=True)
+
+    def start(self) -> None:
+        """Start running the job."""
+        self._thread.start()
+
+    def request_stop(self) -> None:
+        """StopTrainingJob: terminate the hosts and end the job Stopped."""
+        self._stop.set()
+
+    def abort(self, reason: str) -> None:
+        """End the job Failed with ``reason`` (the endpoint is shutting down)."""
+        self._abort_reason = reason
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the job thread to finish."""
+        self._thread.join(timeout)
+
+    def _update(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        return self._store.update(self.name, change)
+
+    def _check_interrupt(self) -> None:
+        if self._abort_reason is not None:
+            raise _Interrupted("abort", self._abort_reason)
+        if self._stop.is_set():
+            raise _Interrupted("stop")
+        if time.monotonic() > self._deadline:
+            raise _Interrupted("max_runtime")
+
+    def _run(self) -> None:
+        try:
+            record = self._store.get(self.name)
+            assert record is not None
+            now = time.time()
+
+            def downloading(r: dict[str, Any]) -> None:
+                add_transition(r, "Downloading", "Downloading input data", now)
+                r["TrainingStartTime"] = now
+
+            self._update(downloading)
+            max_runtime = (record.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds", 86400)
+            self._deadline = time.monotonic() + float(max_runtime)
+            self._check_interrupt()
+            program = prepare_hosts(
+                record=record,
+                cluster=self._cluster,
+                s3=self._s3(),
+                job_dir=self._store.job_dir(self.name),
+                check_interrupt=self._check_interrupt,
+            )
+            self._check_interrupt()
+            self._update(
+                lambda r: add_transition(
+                    r, "Training", "Training image download completed. Training in progress."
+                )
+            )
+            self._train(record, program)
+        except _Interrupted as interrupt:
+            self._conclude(self._conclude_interrupt, interrupt)
+        except JobFailure as failure:
+            self._conclude(self._fail, failure.reason)
+        except Exception as exc:
+            log.exception("job %s: local endpoint error", self.name)
+            self._conclude(
+                self._fail, f"InternalServerError: the local endpoint failed while running the job: {exc!r}"
+            )
+        finally:
+            self._on_done(self.name)
+
+    def _conclude(self, ending: Callable[[Any], None], argument: Any) -> None:
+        """Terminate what still runs, then record the ending; never leave the job InProgress."""
+        try:
+            self._terminate_all()
+            ending(argument)
+        except Exception as exc:
+            log.exception("job %s: could not record its ending", self.name)
+            self._fail(f"InternalServerError: the local endpoint failed while ending the job: {exc!r}")
+
+    def _s3(self) -> Any:
+        return self._clients.get("s3", self._region)
+
+    def _train(self, record: dict[str, Any], program: str) -> None:
+        shipper = LogShipper(
+            self._clients.get("logs", self._region), interval=self._options.log_flush_interval
+        )
+        sampler = MetricsSampler(
+            self._clients.get("cloudwatch", self._region), self.name, interval=self._options.metrics_interval
+        )
+        shipper.start()
+        sampler.start()
+        try:
+            self._start_hosts(record, program, shipper, sampler)
+            failed = self._supervise(sampler)
+        finally:
+            sampler.close()
+            self._terminate_all()
+            shipper.close()
+        if failed is not None:
+            host, code = failed
+            raise JobFailure(failure_reason(host, code, self._error_lines(host)))
+        self._update(lambda r: add_transition(r, "Uploading", "Uploading generated training model"))
+        self._upload(required=True)
+        self._update(lambda r: finish(r, "Completed", "Completed", "Training job completed"))
+
+    def _host_env(self, record: dict[str, Any], host: Host, variables: dict[str, str]) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERIT_DROP)}
+        env.update(
+            {
+                "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_KEY,
+                "AWS_DEFAULT_REGION": self._region,
+                "AWS_REGION": self._region,
+                "AWS_ENDPOINT_URL": self._clients.endpoint_url,
+            }
+        )
+        env.update(record.get("Environment") or {})
+        env.update(variables)
+        env.update(
+            {
+                "SAGEMAKER_BASE_DIR": str(host.base_dir),
+                "TRAINING_JOB_NAME": self.name,
+                "TRAINING_JOB_ARN": record["TrainingJobArn"],
+                "AIRFLOW_HETERO_HOST_ADDRESSES": json.dumps(self._cluster.addresses()),
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (str(host.code_dir), os.environ.get("PYTHONPATH")) if p
+                ),
+            }
+        )
+        return env
+
+    @staticmethod
+    def _command(program: str, args: list[str]) -> list[str]:
+        if program.endswith(".py"):
+            return [sys.executable, "--", program, *args]
+        return ["/bin/sh", "-c", f"./{shlex.quote(program)} " + " ".join(shlex.quote(a) for a in args)]
+
+    def _start_hosts(
+        self, record: dict[str, Any], program: str, shipper: LogShipper, sampler: MetricsSampler
+    ) -> None:
+        logs_dir = self._store.job_dir(self.name) / "logs"
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        facts: list[dict[str, Any]] = []
+        for host in self._cluster.hosts:
+            self._check_interrupt()
+            data_config = json.loads((host.config_dir / "inputdataconfig.json").read_text(encoding="utf-8"))
+            env_block = smenv.training_env(
+                resource=self._cluster.resource_config(host),
+                data_config=data_config,
+                raw_hyperparameters=record.get("HyperParameters") or {},
+                base_dir=host.base_dir,
+                job_name=self.name,
+            )
+            variables = smenv.env_vars(env_block)
+            command = self._command(program, smenv.user_args(env_block["hyperparameters"]))
+            stream = stream_name(self.name, host.name, int(time.time()))
+            shipper.open_stream(stream)
+            proc = HostProcess(
+                host.name,
+                command,
+                env=self._host_env(record, host, variables),
+                cwd=host.code_dir,
+                log_file=logs_dir / f"{host.name}.log",
+                sink=functools.partial(_emit, shipper, stream),
+            )
+            now = time.time()
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
+            for line in smenv.startup_lines(env_block, variables, command, stamp):
+                proc.write_line(line)
+            pid = proc.start()
+            self._procs[host.name] = proc
+            sampler.watch(host.name, pid)
+            facts.append(
+                {
+                    "host": host.name,
+                    "group": host.group,
+                    "instance_type": host.instance_type,
+                    "address": host.address,
+                    "base_dir": str(host.base_dir),
+                    "pid": pid,
+                    "create_time": _create_time(pid),
+                    "log_stream": stream,
+                }
+            )
+            self._store.save_hosts(self.name, facts)
+
+    def _supervise(self, sampler: MetricsSampler) -> tuple[Host, int] | None:
+        """Wait for the hosts; return (host, code) of the first failed host, None when all succeeded."""
+        hosts = {h.name: h for h in self._cluster.hosts}
+        while True:
+            codes = {name: proc.poll() for name, proc in self._procs.items()}
+            for name, code in codes.items():
+                if code is not None:
+                    sampler.unwatch(name)
+            failed = [(hosts[n], c) for n, c in codes.items() if c is not None and c != 0]
+            if failed:
+                return min(failed, key=lambda item: item[0].number)
+            if all(code == 0 for code in codes.values()):
+                return None
+            self._check_interrupt()
+            time.sleep(self._options.poll_interval)
+
+    def _error_lines(self, host: Host) -> list[str]:
+        failure_file = host.output_dir / "failure"
+        if failure_file.is_file():
+            text = failure_file.read_text(encoding="utf-8", errors="replace").strip()
+            if text:
+                return text.splitlines()[-10:]
+        return self._procs[host.name].error_tail()
+
+    def _terminate_all(self) -> None:
+        procs = list(self._procs.values())
+        for proc in procs:
+            if proc.poll() is None:
+                proc.signal_group(signal.SIGTERM)
+        for proc in procs:
+            proc.terminate(self._options.stop_grace)
+
+    def _upload(self, *, required: bool) -> None:
+        """Merge the hosts' model dirs into model.tar.gz (and output/data into output.tar.gz)."""
+        from botocore.exceptions import ClientError
+
+        record = self._store.get(self.name)
+        assert record is not None
+        base = join_uri(record["OutputDataConfig"]["S3OutputPath"], self.name, "output")
+        model_dirs = [h.model_dir for h in self._cluster.hosts]
+        data_dirs = [h.output_dir / "data" for h in self._cluster.hosts]
+        if not required and not has_files(model_dirs):
+            return
+        model_uri = f"{base}/model.tar.gz"
+        try:
+            upload(self._s3(), model_uri, tar_directories(model_dirs))
+            if has_files(data_dirs):
+                upload(self._s3(), f"{base}/output.tar.gz", tar_directories(data_dirs))
+        except ClientError as exc:
+            if required:
+                raise JobFailure(f"ClientError: Could not upload the model to {model_uri}: {exc}") from exc
+            log.warning("job %s: could not upload the model of a stopped job: %s", self.name, exc)
+            return
+        self._update(lambda r: r.__setitem__("ModelArtifacts", {"S3ModelArtifacts": model_uri}))
+
+    def _fail(self, reason: str) -> None:
+        def change(record: dict[str, Any]) -> None:
+            record["FailureReason"] = reason[:MAX_FAILURE_REASON]
+            finish(record, "Failed", "Failed", "Training job failed")
+
+        self._update(change)
+
+    def _conclude_interrupt(self, interrupt: _Interrupted) -> None:
+        if interrupt.kind == "abort":
+            self._fail(interrupt.reason)
+            return
+        self._upload(required=False)
+        if interrupt.kind == "max_runtime":
+            self._update(
+                lambda r: finish(
+                    r,
+                    "Stopped",
+                    "MaxRuntimeExceeded",
+                    "Training job runtime exceeded MaxRuntimeInSeconds provided",
+                )
+            )
+        else:
+            self._update(lambda r: finish(r, "Stopped", "Stopped", "Training job stopped"))
+
+
+def _emit(shipper: LogShipper, stream: str, line: str, timestamp_ms: int) -> None:
+    shipper.emit(stream, line, timestamp_ms)
+
+
+def _create_time(pid: int) -> float | None:
+    import psutil
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None

@@ -1,0 +1,184 @@
+"""``LocalEndpoint``: the offline SageMaker endpoint as a threaded HTTP server on loopback.
+
+One URL serves the training-job actions (run for real, as local processes) and, through moto,
+S3, CloudWatch Logs, CloudWatch, IAM and STS. Use it as a context manager in tests or scripts::
+
+    with LocalEndpoint() as ep:
+        sm = ep.client("sagemaker")
+        ...
+
+moto keeps its data (buckets, log streams, metrics) in the memory of the process that serves it,
+shared by every endpoint in that process; job records live in ``workdir`` and survive restarts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlencode
+
+from airflow_hetero.local.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
+from airflow_hetero.local.runner import RunOptions
+
+LOOPBACK = "127.0.0.1"
+
+
+class LocalEndpoint:
+    """Offline SageMaker training endpoint (plus moto services) on one local URL.
+
+    ``workdir`` holds job records and host directories (a temporary directory, deleted on stop,
+    when None); ``port`` 0 picks a free port; ``host`` is the bind address (loopback unless given);
+    ``seed`` makes the host-to-group shuffle repeatable. ``stop_grace``, ``metrics_interval`` and
+    ``log_flush_interval`` are seconds (SIGTERM->SIGKILL grace, metric sampling, log batching).
+    """
+
+    def __init__(
+        self,
+        workdir: str | Path | None = None,
+        port: int = 0,
+        host: str = LOOPBACK,
+        seed: int = 0,
+        *,
+        stop_grace: float = 5.0,
+        metrics_interval: float = 5.0,
+        log_flush_interval: float = 1.0,
+    ) -> None:
+        self._workdir_arg = Path(workdir) if workdir is not None else None
+        self._port = port
+        self.host = host
+        self.seed = seed
+        self.region = DEFAULT_REGION
+        self.options = RunOptions(
+            stop_grace=stop_grace, metrics_interval=metrics_interval, log_flush_interval=log_flush_interval
+        )
+        self._workdir: Path | None = None
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.service: Any = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> LocalEndpoint:
+        """Bind, start serving in a background thread, and return self."""
+        if self._server is not None:
+            return self
+        from werkzeug.serving import make_server
+
+        from airflow_hetero.local.app import EndpointApp, moto_app
+        from airflow_hetero.local.service import TrainingService
+
+        if self._workdir_arg is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="airflow-hetero-local-"))
+        else:
+            self._workdir = self._workdir_arg
+            self._workdir.mkdir(parents=True, exist_ok=True)
+        self.service = TrainingService(self._workdir, seed=self.seed, options=self.options)
+        app = EndpointApp(self.service, moto_app())
+        self._server = make_server(self.host, self._port, app, threaded=True, request_handler=_QuietHandler())
+        self.service.attach(self.url)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="local-endpoint", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """End running jobs (Failed, hosts terminated), stop serving, remove a temporary workdir."""
+        if self._server is None:
+            return
+        self.service.shutdown()
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+        self._server = None
+        if self._workdir_arg is None and self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def __enter__(self) -> LocalEndpoint:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- addresses -----------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The bound port (after :meth:`start`)."""
+        if self._server is None:
+            raise RuntimeError("LocalEndpoint is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (the loopback address when bound to all interfaces)."""
+        host = LOOPBACK if self.host in ("", "0.0.0.0") else self.host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def workdir(self) -> Path:
+        """Where job records, host directories and host logs live."""
+        if self._workdir is None:
+            raise RuntimeError("LocalEndpoint is not started")
+        return self._workdir
+
+    def job_dir(self, job_name: str) -> Path:
+        """A job's directory: ``job.json``, ``hosts.json``, ``hosts/algo-N/`` (/opt/ml trees), ``logs/``."""
+        return self.workdir / "jobs" / job_name.lower()
+
+    # -- clients and connections ---------------------------------------------------------------
+    def client(self, service: str) -> Any:
+        """A boto3 client for ``service`` against this endpoint (fake credentials, us-east-1)."""
+        return make_client(service, self.url, self.region)
+
+    def connection_extra(self) -> dict[str, str]:
+        """The Airflow AWS connection extra that points the Amazon provider here."""
+        return {"endpoint_url": self.url, "region_name": self.region}
+
+    def airflow_connection_json(self) -> str:
+        """The connection in Airflow's JSON form (for ``AIRFLOW_CONN_<ID>``)."""
+        return json.dumps(
+            {
+                "conn_type": "aws",
+                "login": FAKE_ACCESS_KEY,
+                "password": FAKE_SECRET_KEY,
+                "extra": self.connection_extra(),
+            }
+        )
+
+    def airflow_connection_uri(self, conn_id: str = "aws_default") -> str:
+        """The connection as an Airflow URI (``aws://testing:testing@/?endpoint_url=...``).
+
+        ``conn_id`` is accepted for symmetry with :meth:`environ`; a URI does not carry the id.
+        """
+        del conn_id
+        return f"aws://{FAKE_ACCESS_KEY}:{FAKE_SECRET_KEY}@/?{urlencode(self.connection_extra())}"
+
+    def environ(self, conn_id: str = "aws_default") -> dict[str, str]:
+        """Environment variables for a process that should use this endpoint: the Airflow connection
+        ``AIRFLOW_CONN_<CONN_ID>`` plus fake AWS credentials, region and ``AWS_ENDPOINT_URL``."""
+        return {
+            f"AIRFLOW_CONN_{conn_id.upper()}": self.airflow_connection_json(),
+            "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_KEY,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_ENDPOINT_URL": self.url,
+        }
+
+
+def _QuietHandler() -> Any:
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    class QuietHandler(MotoRequestHandler):
+        """moto's request handler without a log line per request."""
+
+        def log_request(self, code: Any = "-", size: Any = "-") -> None:
+            return None
+
+    return QuietHandler
