@@ -18,13 +18,14 @@ if TYPE_CHECKING:
         PokeReturnValue,
     )
     from airflow.sdk.configuration import conf
-    from airflow.sdk.exceptions import AirflowException, TaskDeferred
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
     from airflow.sdk.execution_time.xcom import XCom
     from airflow.sdk.types import TaskInstanceKey
 else:
     try:
         from airflow.providers.common.compat.sdk import (
             AirflowException,
+            AirflowFailException,
             BaseOperator,
             BaseOperatorLink,
             BaseSensorOperator,
@@ -44,12 +45,13 @@ else:
             PokeReturnValue,
         )
         from airflow.sdk.configuration import conf
-        from airflow.sdk.exceptions import AirflowException, TaskDeferred
+        from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
         from airflow.sdk.execution_time.xcom import XCom
         from airflow.sdk.types import TaskInstanceKey
 
 __all__ = [
     "AirflowException",
+    "AirflowFailException",
     "BaseOperator",
     "BaseOperatorLink",
     "BaseSensorOperator",

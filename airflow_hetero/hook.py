@@ -48,6 +48,9 @@ class HeteroTrainingHook(AwsBaseHook):
     Other keyword arguments (``verify``, ``config``) go to ``AwsBaseHook``.
     """
 
+    #: Backoff used when no ``retry_policy`` is passed.
+    default_retry_policy = RetryPolicy()
+
     def __init__(
         self,
         aws_conn_id: str | None = AwsBaseHook.default_conn_name,
@@ -58,7 +61,7 @@ class HeteroTrainingHook(AwsBaseHook):
     ) -> None:
         kwargs["client_type"] = "sagemaker"
         super().__init__(aws_conn_id=aws_conn_id, region_name=region_name, **kwargs)
-        self.retry_policy = retry_policy or RetryPolicy()
+        self.retry_policy = retry_policy or self.default_retry_policy
 
     # -- clients -----------------------------------------------------------------------------
 
@@ -140,10 +143,17 @@ class HeteroTrainingHook(AwsBaseHook):
         self.log.info("Requested stop of training job %s", name)
         return True
 
-    def upload_bytes(self, data: bytes, s3_uri: str) -> None:
-        """Put ``data`` at ``s3_uri`` (a packaged source_dir)."""
+    def upload_bytes(self, data: bytes, s3_uri: str, extra_args: dict[str, Any] | None = None) -> None:
+        """Put ``data`` at ``s3_uri`` (a packaged source_dir); ``extra_args`` go to PutObject (SSE)."""
         bucket, key = split_s3_uri(s3_uri)
-        self.call(self.s3_client.put_object, f"PutObject {s3_uri}", Bucket=bucket, Key=key, Body=data)
+        self.call(
+            self.s3_client.put_object,
+            f"PutObject {s3_uri}",
+            Bucket=bucket,
+            Key=key,
+            Body=data,
+            **(extra_args or {}),
+        )
 
     @staticmethod
     def classify(describe: dict[str, Any]) -> JobState:

@@ -7,6 +7,7 @@ Failed fails with the job's FailureReason, Stopped fails unless ``fail_on_stoppe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from airflow_hetero._compat import AirflowException
@@ -147,3 +148,34 @@ def wait_limit_seconds(describe_or_request: dict[str, Any]) -> int:
     if describe_or_request.get("EnableManagedSpotTraining"):
         limit += int(stopping.get("MaxWaitTimeInSeconds") or 0)
     return limit + WAIT_MARGIN_SECONDS
+
+
+def outcome_from_event(
+    event: dict[str, Any],
+    *,
+    describe: Callable[[str], dict[str, Any]],
+    stop: Callable[[str], object] | None,
+    fail_on_stopped: bool = True,
+    timeout_message: str = "did not finish in time",
+) -> dict[str, Any]:
+    """Turn a :class:`~airflow_hetero.triggers.HeteroTrainingTrigger` event into the result dict.
+
+    ``done`` re-describes the job (one call) so the XCom equals the synchronous path's;
+    ``timeout`` asks ``stop`` to stop the job (when given) and fails; ``error`` fails with the
+    trigger's message.
+    """
+    name = str(event.get("job_name"))
+    status = event.get("status")
+    if status == "done":
+        return resolve_outcome(describe(name), fail_on_stopped=fail_on_stopped)
+    if status == "timeout":
+        if stop is not None:
+            stop(name)
+        raise TrainingJobTimeoutError(
+            f"Training job {name} {timeout_message}"
+            + ("; it was asked to stop" if stop is not None else "")
+            + f" (last status {event.get('job_status')} / {event.get('secondary_status')})",
+            job_name=name,
+            status=str(event.get("job_status")),
+        )
+    raise AirflowException(f"Waiting for training job {name} failed: {event.get('message') or event}")

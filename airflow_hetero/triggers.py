@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_hetero._retry import RetryPolicy, acall_with_retry, is_transient
+from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_transient
 from airflow_hetero.outcome import classify, wait_limit_seconds
 
 CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
@@ -47,6 +47,8 @@ class HeteroTrainingTrigger(BaseTrigger):
         None derives it from the job (CreationTime + MaxRuntime [+ MaxWait] + margin).
     :param verify: passed to the AWS hook (TLS verification).
     :param botocore_config: dict of ``botocore.config.Config`` options.
+    :param stop_on_kill: stop the job when a user kills the deferred task (mark failed/success,
+        clear); the operator sets it for jobs it owns, the sensor does not.
 
     Event payload: ``status`` ("done", "timeout" or "error"), ``job_name``, ``job_status``,
     ``secondary_status``, ``failure_reason`` and, for errors, ``message``.
@@ -62,6 +64,7 @@ class HeteroTrainingTrigger(BaseTrigger):
         deadline: float | None = None,
         verify: bool | str | None = None,
         botocore_config: dict[str, Any] | None = None,
+        stop_on_kill: bool = False,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.job_name = job_name
@@ -71,6 +74,7 @@ class HeteroTrainingTrigger(BaseTrigger):
         self.deadline = deadline
         self.verify = verify
         self.botocore_config = botocore_config
+        self.stop_on_kill = stop_on_kill
         # Back off no longer than one poll interval (at most 30 s) between retries of a poll.
         step = min(30.0, float(poll_interval))
         self.retry_policy = RetryPolicy(base_delay=min(1.0, step), max_delay=step)
@@ -87,6 +91,7 @@ class HeteroTrainingTrigger(BaseTrigger):
                 "deadline": self.deadline,
                 "verify": self.verify,
                 "botocore_config": self.botocore_config,
+                "stop_on_kill": self.stop_on_kill,
             },
         )
 
@@ -164,3 +169,23 @@ class HeteroTrainingTrigger(BaseTrigger):
                     yield self._event("timeout", last, f"deadline {deadline:.0f} passed")
                     return
                 await asyncio.sleep(self.poll_interval)
+
+    async def on_kill(self) -> None:
+        """A user killed the deferred task: stop the job when this trigger owns it."""
+        if not self.stop_on_kill:
+            return
+        hook = self._hook()
+        async with await hook.get_async_conn() as client:
+            try:
+                await acall_with_retry(
+                    client.stop_training_job,
+                    policy=self.retry_policy,
+                    what=f"StopTrainingJob {self.job_name}",
+                    TrainingJobName=self.job_name,
+                )
+            except Exception as exc:
+                if error_code(exc) != "ValidationException":
+                    raise
+                self.log.info("Training job %s not stopped: %s", self.job_name, exc)
+                return
+        self.log.info("Requested stop of training job %s (task killed)", self.job_name)

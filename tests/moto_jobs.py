@@ -10,9 +10,10 @@ Works under ``mock_aws`` and behind ``ThreadedMotoServer`` alike (same in-proces
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -197,3 +198,34 @@ class MotoJobs:
         monkeypatch.setattr(SageMakerModelBackend, "create_training_job", create)
         monkeypatch.setattr(SageMakerModelBackend, "describe_training_job", describe)
         monkeypatch.setattr(SageMakerResponse, "stop_training_job", stop_training_job, raising=False)
+
+
+LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+
+
+def put_logs(logs: Any, job: str, host: str, lines: list[str], start_ms: int | None = None) -> str:
+    """Write ``lines`` to the stream ``<job>/<host>-<epoch>`` (created on first use); returns its name.
+
+    Timestamps start at ``start_ms`` (default: a minute ago; CloudWatch drops events older than
+    14 days) and grow by 1 ms per line.
+    """
+    if start_ms is None:
+        start_ms = int(time.time() * 1000) - 60_000
+    stream = f"{job}/{host}-1700000000"
+    with suppress(logs.exceptions.ResourceAlreadyExistsException):
+        logs.create_log_group(logGroupName=LOG_GROUP)
+    with suppress(logs.exceptions.ResourceAlreadyExistsException):
+        logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
+    events = [{"timestamp": start_ms + i, "message": line} for i, line in enumerate(lines)]
+    if events:
+        logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream, logEvents=events)
+    return stream
+
+
+def toolkit_startup(host: str, group: str) -> list[str]:
+    """The lines the sagemaker-training toolkit prints at start-up that name host and group."""
+    return [
+        "sagemaker-training-toolkit INFO     Invoking user script",
+        f"SM_CURRENT_HOST={host}",
+        f"SM_CURRENT_INSTANCE_GROUP={group}",
+    ]

@@ -1,0 +1,143 @@
+"""HeteroTrainingSensor: wait for a training job started elsewhere (usually by the operator).
+
+Works in ``poke`` and ``reschedule`` modes and deferred through the same trigger as the
+operator. Nothing about the job is kept on ``self`` between pokes (reschedule mode builds a fresh
+instance for every poke): each poke is one DescribeTrainingJob. On Completed the sensor returns
+the same dict as the operator (via ``PokeReturnValue``, so it becomes XCom ``return_value``);
+Failed and, unless ``fail_on_stopped=False``, Stopped fail the task.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow_hetero._compat import BaseSensorOperator, PokeReturnValue, default_deferrable
+
+if TYPE_CHECKING:
+    from airflow_hetero._compat import Context
+    from airflow_hetero.hook import HeteroTrainingHook
+
+
+class HeteroTrainingSensor(BaseSensorOperator):
+    """Wait until the SageMaker training job ``job_name`` finishes; return its result dict.
+
+    :param job_name: the job to watch (templated), e.g.
+        ``"{{ ti.xcom_pull('train')['training_job_name'] }}"``.
+    :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
+    :param region_name: overrides the connection's region.
+    :param fail_on_stopped: a Stopped job fails the task (default) or counts as done.
+    :param print_log: when the job has finished, print the last ``log_tail_lines`` lines of
+        every host, prefixed ``[group/host]``.
+    :param log_tail_lines: lines per log stream printed with ``print_log``.
+    :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
+    """
+
+    template_fields: Sequence[str] = ("job_name",)
+    ui_color = "#f0eee4"
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        aws_conn_id: str | None = "aws_default",
+        region_name: str | None = None,
+        fail_on_stopped: bool = True,
+        print_log: bool = False,
+        log_tail_lines: int = 50,
+        deferrable: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.job_name = job_name
+        self.aws_conn_id = aws_conn_id
+        self.region_name = region_name
+        self.fail_on_stopped = fail_on_stopped
+        self.print_log = print_log
+        self.log_tail_lines = log_tail_lines
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
+
+    def make_hook(self) -> HeteroTrainingHook:
+        """A fresh hook (no state survives between pokes)."""
+        from airflow_hetero.hook import HeteroTrainingHook
+
+        return HeteroTrainingHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name)
+
+    def execute(self, context: Context) -> Any:
+        """Poke/reschedule as usual, or defer to the trigger when ``deferrable``."""
+        if not self.deferrable:
+            return super().execute(context)
+        result = self.poke(context)
+        if result.is_done:
+            return result.xcom_value
+        from airflow_hetero.triggers import HeteroTrainingTrigger
+
+        self.defer(
+            trigger=HeteroTrainingTrigger(
+                self.job_name,
+                aws_conn_id=self.aws_conn_id,
+                region_name=self.region_name,
+                poll_interval=float(self.poke_interval),
+                deadline=time.time() + float(self.timeout),
+            ),
+            method_name="execute_complete",
+        )
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        """One DescribeTrainingJob: not done while running; result dict or failure when finished."""
+        from airflow_hetero._retry import is_transient
+        from airflow_hetero.outcome import classify, resolve_outcome
+
+        hook = self.make_hook()
+        try:
+            describe = hook.describe_training_job(self.job_name)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            self.log.warning("Training job %s: transient error, will poke again: %s", self.job_name, exc)
+            return PokeReturnValue(is_done=False)
+        transitions = describe.get("SecondaryStatusTransitions") or [{}]
+        self.log.info(
+            "Training job %s: %s / %s %s",
+            self.job_name,
+            describe.get("TrainingJobStatus"),
+            describe.get("SecondaryStatus"),
+            transitions[-1].get("StatusMessage") or "",
+        )
+        if classify(describe) == "running":
+            return PokeReturnValue(is_done=False)
+        if self.print_log:
+            self._print_tail(hook, describe)
+        return PokeReturnValue(
+            is_done=True, xcom_value=resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after deferral: same outcome rules and XCom as a poke."""
+        from airflow_hetero.outcome import outcome_from_event
+
+        hook = self.make_hook()
+        if self.print_log and event.get("status") == "done":
+            self._print_tail(hook, None)
+        return outcome_from_event(
+            event,
+            describe=hook.describe_training_job,
+            stop=None,
+            fail_on_stopped=self.fail_on_stopped,
+            timeout_message=f"did not finish within the sensor timeout ({self.timeout}s)",
+        )
+
+    def _print_tail(self, hook: HeteroTrainingHook, describe: dict[str, Any] | None) -> None:
+        from airflow_hetero.log_tail import LogsGroupResolver, LogTailer
+
+        tailer = LogTailer(
+            hook.logs_client,
+            self.job_name,
+            emit=lambda line: self.log.info("%s", line),
+            resolver=LogsGroupResolver(describe),
+        )
+        try:
+            tailer.emit_tail(lines=self.log_tail_lines)
+        except Exception as exc:  # logs are a convenience: never fail the sensor over them
+            self.log.warning("Could not read the logs of training job %s: %s", self.job_name, exc)
