@@ -35,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. `airflow-hetero render job.yaml | head`
+        sys.stderr.close()
+        return 0
     return code
 
 

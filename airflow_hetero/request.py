@@ -45,7 +45,11 @@ def build_training_request(job: HeteroTrainingJob, *, job_name: str, region: str
     problem = naming.check_job_name(job_name)
     if problem:
         raise JobDefinitionError([Problem("job_name", problem)], "invalid training job name")
-    algorithm: dict[str, Any] = {"TrainingInputMode": "File", "TrainingImage": training_image(job, region)}
+    try:
+        image = training_image(job, region)
+    except images.ImageLookupError as err:
+        raise JobDefinitionError([Problem("region", str(err))], "no training image") from None
+    algorithm: dict[str, Any] = {"TrainingInputMode": "File", "TrainingImage": image}
     if job.metric_definitions is not None:
         algorithm["MetricDefinitions"] = [dict(d) for d in job.metric_definitions]
     if _metrics_time_series(job):

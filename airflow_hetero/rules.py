@@ -405,6 +405,7 @@ def _code(raw: Mapping[str, Any]) -> Iterator[Finding]:
         elif parsed < minimum:
             floor = ".".join(map(str, minimum))
             yield ("framework_version",), (f"heterogeneous clusters need {framework} {floor} or newer (got {version})")
+    yield from _framework_image(raw)
     entry, source = raw.get("entry_point"), raw.get("source_dir")
     if isinstance(entry, str) and isinstance(source, str):
         parts = entry.replace("\\", "/").split("/")
@@ -417,6 +418,26 @@ def _code(raw: Mapping[str, Any]) -> Iterator[Finding]:
         problem = check_base_job_name(base)
         if problem:
             yield ("base_job_name",), problem
+
+
+def _framework_image(raw: Mapping[str, Any]) -> Iterator[Finding]:
+    """Without image_uri, a Deep Learning Container must exist for the framework version and Python."""
+    framework, version, py = raw.get("framework"), raw.get("framework_version"), raw.get("py_version")
+    if raw.get("image_uri") is not None or framework not in HETERO_MINIMUM:
+        return
+    from airflow_hetero.images import ImageLookupError, check_py_version, resolve_version
+
+    if isinstance(version, str):
+        try:
+            resolve_version(str(framework), version)
+        except ImageLookupError as err:
+            yield ("framework_version",), str(err)
+            return
+        if isinstance(py, str):
+            try:
+                check_py_version(str(framework), version, py)
+            except ImageLookupError as err:
+                yield ("py_version",), str(err)
 
 
 def _misc(raw: Mapping[str, Any]) -> Iterator[Finding]:

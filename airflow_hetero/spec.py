@@ -75,9 +75,9 @@ class _Definition(BaseModel, metaclass=_DefinitionMeta):
 class InstanceGroup(_Definition):
     """One instance group of a heterogeneous cluster (SDK: ``sagemaker.instance_group.InstanceGroup``)."""
 
-    instance_group_name: str
-    instance_type: str
-    instance_count: int
+    instance_group_name: str = Field(description="Name of the group, 1 to 64 characters, unique in the job.")
+    instance_type: str = Field(description="A SageMaker training instance type, e.g. ml.c5.18xlarge.")
+    instance_count: int = Field(description="Number of instances in the group, 1 or more.")
 
     @field_validator("instance_group_name")
     @classmethod
@@ -98,23 +98,36 @@ class InstanceGroup(_Definition):
 class ShuffleConfig(_Definition):
     """Shuffling of S3 objects in Pipe mode (SDK: ``sagemaker.inputs.ShuffleConfig``)."""
 
-    seed: int
+    seed: int = Field(description="Seed for shuffling the S3 objects of the channel.")
 
 
 class TrainingInput(_Definition):
     """One input channel (SDK: ``sagemaker.inputs.TrainingInput``), optionally bound to groups."""
 
-    s3_data: str
-    distribution: Literal["FullyReplicated", "ShardedByS3Key"] = "FullyReplicated"
-    compression: Literal["None", "Gzip"] | None = None
-    content_type: str | None = None
-    record_wrapping: Literal["None", "RecordIO"] | None = None
-    s3_data_type: Literal["S3Prefix", "ManifestFile", "AugmentedManifestFile", "Converse"] = "S3Prefix"
-    instance_groups: list[str] | None = Field(default=None, min_length=1, max_length=5)
-    input_mode: Literal["File", "Pipe", "FastFile"] | None = None
-    attribute_names: list[str] | None = None
-    target_attribute_name: str | None = None
-    shuffle_config: ShuffleConfig | None = None
+    s3_data: str = Field(description="S3 URI of the data (s3://bucket/prefix).")
+    distribution: Literal["FullyReplicated", "ShardedByS3Key"] = Field(
+        default="FullyReplicated", description="Copy all data to every host, or split objects among the hosts."
+    )
+    compression: Literal["None", "Gzip"] | None = Field(default=None, description="Compression of the data.")
+    content_type: str | None = Field(default=None, description="MIME type of the data.")
+    record_wrapping: Literal["None", "RecordIO"] | None = Field(default=None, description="Record wrapping.")
+    s3_data_type: Literal["S3Prefix", "ManifestFile", "AugmentedManifestFile", "Converse"] = Field(
+        default="S3Prefix", description="What s3_data points to."
+    )
+    instance_groups: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=5,
+        description="Groups that receive this channel; none means every group.",
+    )
+    input_mode: Literal["File", "Pipe", "FastFile"] | None = Field(
+        default=None, description="Per-channel input mode (the job's default is File)."
+    )
+    attribute_names: list[str] | None = Field(default=None, description="Attributes of an augmented manifest.")
+    target_attribute_name: str | None = Field(default=None, description="Target attribute (built-in algorithms).")
+    shuffle_config: ShuffleConfig | None = Field(
+        default=None, description="Shuffle the S3 objects; a seed number or {seed: N}."
+    )
 
     @field_validator("s3_data")
     @classmethod
@@ -130,37 +143,55 @@ class TrainingInput(_Definition):
 class HeteroTrainingJob(_Definition):
     """A whole training job: cluster, inputs, code, distribution and the rest of the estimator."""
 
-    role: str
-    output_path: str
-    instance_groups: list[InstanceGroup] | None = Field(default=None, min_length=1, max_length=5)
-    instance_type: str | None = None
-    instance_count: int | None = None
-    inputs: dict[str, TrainingInput] = Field(default_factory=dict, max_length=20)
-    entry_point: str | None = None
-    source_dir: str | None = None
-    image_uri: str | None = None
-    framework: Literal["pytorch", "tensorflow"] | None = None
-    framework_version: str | None = None
-    py_version: str | None = None
-    hyperparameters: dict[str, Any] = Field(default_factory=dict)
-    distribution: dict[str, Any] | None = None
-    base_job_name: str | None = None
-    volume_size: int = Field(default=30, ge=1)
-    max_run: int = Field(default=86400, ge=1)
-    use_spot_instances: bool = False
-    max_wait: int | None = Field(default=None, ge=1)
-    environment: dict[str, str] | None = None
-    tags: list[dict[str, str]] | None = Field(default=None, max_length=50)
-    subnets: list[str] | None = None
-    security_group_ids: list[str] | None = None
-    checkpoint_s3_uri: str | None = None
-    checkpoint_local_path: str | None = None
-    metric_definitions: list[dict[str, str]] | None = Field(default=None, max_length=40)
-    enable_network_isolation: bool = False
-    encrypt_inter_container_traffic: bool = False
-    output_kms_key: str | None = None
-    volume_kms_key: str | None = None
-    container_log_level: int = 20
+    role: str = Field(description="ARN of the IAM role SageMaker assumes for the job.")
+    output_path: str = Field(description="S3 URI for model artifacts; local code is uploaded to its bucket.")
+    instance_groups: list[InstanceGroup] | None = Field(
+        default=None, min_length=1, max_length=5, description="The heterogeneous cluster: 1 to 5 groups."
+    )
+    instance_type: str | None = Field(default=None, description="Homogeneous cluster: the instance type.")
+    instance_count: int | None = Field(default=None, description="Homogeneous cluster: the instance count.")
+    inputs: dict[str, TrainingInput] = Field(
+        default_factory=dict, max_length=20, description="Channel name -> TrainingInput or S3 URI string."
+    )
+    entry_point: str | None = Field(default=None, description="Training script, relative to source_dir.")
+    source_dir: str | None = Field(
+        default=None, description="Local directory (packaged and uploaded) or S3 URI of a .tar.gz."
+    )
+    image_uri: str | None = Field(default=None, description="Training image; wins over the framework's image.")
+    framework: Literal["pytorch", "tensorflow"] | None = Field(
+        default=None, description="Framework whose Deep Learning Container and toolkit run the job."
+    )
+    framework_version: str | None = Field(default=None, description="Framework version as a string, e.g. '2.0'.")
+    py_version: str | None = Field(default=None, description="Python of the framework image, e.g. py310.")
+    hyperparameters: dict[str, Any] = Field(
+        default_factory=dict, description="Passed to the script, encoded as the SDK encodes them."
+    )
+    distribution: dict[str, Any] | None = Field(
+        default=None, description="One strategy (mpi, smdistributed, torch_distributed, ...) on one group."
+    )
+    base_job_name: str | None = Field(
+        default=None, description="Prefix of derived job names (default: the image's repository name)."
+    )
+    volume_size: int = Field(default=30, ge=1, description="EBS volume per instance, in GB.")
+    max_run: int = Field(default=86400, ge=1, description="Maximum run time in seconds.")
+    use_spot_instances: bool = Field(default=False, description="Use managed spot training.")
+    max_wait: int | None = Field(default=None, ge=1, description="Spot: maximum wait plus run time, seconds.")
+    environment: dict[str, str] | None = Field(default=None, description="Environment variables of the container.")
+    tags: list[dict[str, str]] | None = Field(
+        default=None, max_length=50, description="Tags, as [{Key, Value}] or a mapping."
+    )
+    subnets: list[str] | None = Field(default=None, description="VPC subnets (with security_group_ids).")
+    security_group_ids: list[str] | None = Field(default=None, description="VPC security groups (with subnets).")
+    checkpoint_s3_uri: str | None = Field(default=None, description="S3 URI checkpoints are synced to.")
+    checkpoint_local_path: str | None = Field(default=None, description="Checkpoint directory in the container.")
+    metric_definitions: list[dict[str, str]] | None = Field(
+        default=None, max_length=40, description="[{Name, Regex}] metrics parsed from the logs."
+    )
+    enable_network_isolation: bool = Field(default=False, description="Run without network access.")
+    encrypt_inter_container_traffic: bool = Field(default=False, description="Encrypt traffic between hosts.")
+    output_kms_key: str | None = Field(default=None, description="KMS key for the output (and the code upload).")
+    volume_kms_key: str | None = Field(default=None, description="KMS key for the instances' volumes.")
+    container_log_level: int = Field(default=20, description="Log level of the training toolkit (20 = INFO).")
 
     @field_validator("role")
     @classmethod
@@ -279,7 +310,7 @@ def read_definition_file(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (yaml.YAMLError, json.JSONDecodeError) as err:
-        detail = " ".join(str(err).split())
+        detail = _syntax_detail(err)
         raise JobDefinitionError([Problem(where, f"syntax error: {detail}")], "cannot parse definition") from None
     if data is None:
         raise JobDefinitionError([Problem(where, "file is empty")], "cannot parse definition")
@@ -289,3 +320,14 @@ def read_definition_file(path: Path) -> dict[str, Any]:
             [Problem(where, f"top level must be a mapping of fields, not a {kind}")], "cannot parse definition"
         )
     return data
+
+
+def _syntax_detail(err: Exception) -> str:
+    """``line 3, column 5: found unexpected end of stream`` for YAML and JSON errors."""
+    mark = getattr(err, "problem_mark", None)
+    if mark is not None:
+        problem = getattr(err, "problem", None) or str(err)
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    if isinstance(err, json.JSONDecodeError):
+        return f"line {err.lineno}, column {err.colno}: {err.msg}"
+    return " ".join(str(err).split())

@@ -1,0 +1,20 @@
+"""Run every benchmark: ``python -m benchmarks`` (``make bench``).
+
+Each prints ratios against a baseline measured in the same run; see the module docstrings.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from benchmarks import import_cost, log_summary
+
+
+def main() -> int:
+    status = import_cost.main([])
+    print()
+    return status or log_summary.main([])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""DAG-parse cost: what airflow-hetero adds to a DAG file that imports only ``airflow.sdk``.
+
+Each variant is a small DAG file run as its own Python process (what a DAG-file processor pays
+for a fresh parse); the variants run interleaved, round after round, so machine noise hits all
+of them alike, and medians are compared with the baseline of the same run.
+
+    python -m benchmarks.import_cost [--rounds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEFINITION = """{
+    "role": "arn:aws:iam::123456789012:role/SageMakerRole",
+    "output_path": "s3://my-bucket/output",
+    "framework": "pytorch", "framework_version": "1.12", "py_version": "py38",
+    "entry_point": "train.py", "source_dir": "s3://my-bucket/code/sourcedir.tar.gz",
+    "instance_groups": [
+        {"instance_group_name": "instance_group_1", "instance_type": "ml.c5.18xlarge", "instance_count": 2},
+        {"instance_group_name": "instance_group_2", "instance_type": "ml.p3dn.24xlarge", "instance_count": 1},
+    ],
+    "distribution": {"mpi": {"enabled": True, "processes_per_host": 8}, "instance_groups": ["instance_group_2"]},
+    "inputs": {
+        "training": {"s3_data": "s3://my-bucket/train", "instance_groups": ["instance_group_2"]},
+        "dataset": {"s3_data": "s3://my-bucket/dataset", "instance_groups": ["instance_group_1"]},
+    },
+}"""
+
+BASELINE = """
+from airflow.sdk import DAG
+with DAG("bench", schedule=None) as dag:
+    pass
+"""
+
+VARIANTS = {
+    "airflow.sdk only (baseline)": BASELINE,
+    "+ build a definition (airflow_hetero.spec)": f"""
+from airflow.sdk import DAG
+from airflow_hetero.spec import load_job
+job = load_job({DEFINITION})
+with DAG("bench", schedule=None) as dag:
+    pass
+""",
+    "+ HeteroTrainingOperator task (airflow_hetero.operators)": f"""
+from airflow.sdk import DAG
+from airflow_hetero.operators import HeteroTrainingOperator
+with DAG("bench", schedule=None) as dag:
+    HeteroTrainingOperator(task_id="train", job={DEFINITION})
+""",
+    "+ Amazon provider SageMakerTrainingOperator (reference)": """
+from airflow.sdk import DAG
+from airflow.providers.amazon.aws.operators.sagemaker import SageMakerTrainingOperator
+with DAG("bench", schedule=None) as dag:
+    SageMakerTrainingOperator(task_id="train", config={})
+""",
+}
+
+
+def run(rounds: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {}
+        for index, (name, code) in enumerate(VARIANTS.items()):
+            path = Path(tmp) / f"dag_{index}.py"
+            path.write_text(code)
+            files[name] = path
+        for path in files.values():  # warm the OS cache, and fail loudly if a variant is broken
+            subprocess.run([sys.executable, str(path)], check=True, capture_output=True)
+        for _ in range(rounds):
+            for name, path in files.items():
+                start = time.perf_counter()
+                subprocess.run([sys.executable, str(path)], check=True, capture_output=True)
+                times[name].append(time.perf_counter() - start)
+    return times
+
+
+def report(times: dict[str, list[float]]) -> list[tuple[str, float, float]]:
+    base = statistics.median(next(iter(times.values())))
+    rows = []
+    print(f"{'variant':60} {'median s':>9} {'vs baseline':>12}")
+    for name, values in times.items():
+        median = statistics.median(values)
+        ratio = median / base - 1
+        rows.append((name, median, ratio))
+        print(f"{name:60} {median:9.3f} {ratio:+11.1%}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args(argv)
+    print(f"DAG-parse cost, {args.rounds} interleaved rounds, one fresh process per parse")
+    report(run(args.rounds))
+    print("goal: each airflow-hetero variant adds at most 3% to the baseline")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
