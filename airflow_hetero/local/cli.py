@@ -83,9 +83,7 @@ def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
             f"WARNING: binding to {args.host}: anyone who can reach it can run code on this "
             "machine (training jobs run their scripts here).\n"
         )
-    endpoint = LocalEndpoint(
-        workdir=args.workdir or default_workdir(), port=args.port, host=args.host, seed=args.seed
-    )
+    endpoint = LocalEndpoint(workdir=args.workdir or default_workdir(), port=args.port, host=args.host, seed=args.seed)
     done = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

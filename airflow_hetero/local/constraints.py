@@ -63,9 +63,7 @@ def _walk(shape: Any, value: Any, loc: str, problems: list[str]) -> None:
         for required in shape.required_members:
             if value.get(required) is None:
                 where = f"{loc}.{_camel(required)}" if loc else _camel(required)
-                problems.append(
-                    f"Value null at '{where}' failed to satisfy constraint: Member must not be null"
-                )
+                problems.append(f"Value null at '{where}' failed to satisfy constraint: Member must not be null")
         for name, member in shape.members.items():
             if value.get(name) is not None:
                 _walk(member, value[name], f"{loc}.{_camel(name)}" if loc else _camel(name), problems)
@@ -81,9 +79,7 @@ def _walk(shape: Any, value: Any, loc: str, problems: list[str]) -> None:
     elif kind == "string" and isinstance(value, str):
         _check_length(shape, value, loc, problems)
         if "enum" in meta and value not in meta["enum"]:
-            _fail(
-                problems, value, loc, "Member must satisfy enum value set: [" + ", ".join(meta["enum"]) + "]"
-            )
+            _fail(problems, value, loc, "Member must satisfy enum value set: [" + ", ".join(meta["enum"]) + "]")
         pattern = _compiled(meta["pattern"]) if "pattern" in meta else None
         if pattern is not None and pattern.fullmatch(value) is None:
             _fail(problems, value, loc, f"Member must satisfy regular expression pattern: {meta['pattern']}")

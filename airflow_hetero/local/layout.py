@@ -111,9 +111,7 @@ def plan_cluster(groups: list[GroupSpec], *, seed: str, slot: int, hosts_root: P
         position += group.count
         members[group.name] = [f"algo-{n}" for n in chosen]
         hosts.extend(
-            Host(
-                f"algo-{n}", n, group.name, group.instance_type, f"127.0.{slot}.{n}", hosts_root / f"algo-{n}"
-            )
+            Host(f"algo-{n}", n, group.name, group.instance_type, f"127.0.{slot}.{n}", hosts_root / f"algo-{n}")
             for n in chosen
         )
     return Cluster(sorted(hosts, key=lambda h: h.number), list(groups), members)

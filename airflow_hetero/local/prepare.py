@@ -52,9 +52,7 @@ def entry_point(hyperparameters: dict[str, str]) -> tuple[str, str]:
         )
     path = PurePosixPath(program)
     if path.is_absolute() or ".." in path.parts:
-        raise JobFailure(
-            f"ClientError: The entry point {program!r} must be a path inside the source directory."
-        )
+        raise JobFailure(f"ClientError: The entry point {program!r} must be a path inside the source directory.")
     return program, source
 
 
@@ -73,9 +71,7 @@ def _extract(data: bytes, source: str, dest: Path) -> None:
     try:
         safe_extract(data, dest)
     except TransferError as exc:
-        raise JobFailure(
-            f"ClientError: The source tarball {source} was refused: {exc}. No host was started."
-        ) from exc
+        raise JobFailure(f"ClientError: The source tarball {source} was refused: {exc}. No host was started.") from exc
 
 
 def prepare_hosts(

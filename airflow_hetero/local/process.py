@@ -61,9 +61,7 @@ class HostProcess:
         )
         assert self.proc.stdout is not None and self.proc.stderr is not None
         for stream, is_err in ((self.proc.stdout, False), (self.proc.stderr, True)):
-            reader = threading.Thread(
-                target=self._read, args=(stream, is_err), name=f"{self.name}-out", daemon=True
-            )
+            reader = threading.Thread(target=self._read, args=(stream, is_err), name=f"{self.name}-out", daemon=True)
             reader.start()
             self._readers.append(reader)
         return self.proc.pid

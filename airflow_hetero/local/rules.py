@@ -66,14 +66,10 @@ def _check_resources(request: dict[str, Any]) -> list[str]:
         names = [g["InstanceGroupName"] for g in groups]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise validation(
-                f"Instance group names must be unique within a training job: {_listing(duplicates)}"
-            )
+            raise validation(f"Instance group names must be unique within a training job: {_listing(duplicates)}")
         for group in groups:
             if int(group["InstanceCount"]) < 1:
-                raise validation(
-                    f"InstanceCount of instance group {group['InstanceGroupName']} must be at least 1"
-                )
+                raise validation(f"InstanceCount of instance group {group['InstanceGroupName']} must be at least 1")
     else:
         if resource.get("InstanceType") is None or resource.get("InstanceCount") is None:
             raise validation("Either InstanceType and InstanceCount or InstanceGroups must be specified")
@@ -82,9 +78,7 @@ def _check_resources(request: dict[str, Any]) -> list[str]:
         names = [HOMOGENEOUS_GROUP]
     total = sum(g.count for g in instance_groups(request))
     if total > MAX_HOSTS:
-        raise validation(
-            f"The local endpoint runs at most {MAX_HOSTS} hosts per job; this job asks for {total}"
-        )
+        raise validation(f"The local endpoint runs at most {MAX_HOSTS} hosts per job; this job asks for {total}")
     return names
 
 
@@ -110,13 +104,10 @@ def _check_channels(request: dict[str, Any], group_names: list[str]) -> None:
             )
         if not source["S3Uri"].startswith("s3://"):
             raise validation(
-                f"The local endpoint supports only s3:// URIs; channel {channel['ChannelName']} "
-                f"uses {source['S3Uri']}"
+                f"The local endpoint supports only s3:// URIs; channel {channel['ChannelName']} uses {source['S3Uri']}"
             )
         if channel.get("InputMode") == "Pipe":
-            raise validation(
-                f"The local endpoint does not support Pipe input mode (channel {channel['ChannelName']})"
-            )
+            raise validation(f"The local endpoint does not support Pipe input mode (channel {channel['ChannelName']})")
         groups = source.get("InstanceGroupNames")
         if not groups:
             unassigned.append(channel["ChannelName"])

@@ -151,9 +151,7 @@ class JobRunner:
             )
             self._check_interrupt()
             self._update(
-                lambda r: add_transition(
-                    r, "Training", "Training image download completed. Training in progress."
-                )
+                lambda r: add_transition(r, "Training", "Training image download completed. Training in progress.")
             )
             self._train(record, program)
         except _Interrupted as interrupt:
@@ -162,9 +160,7 @@ class JobRunner:
             self._conclude(self._fail, failure.reason)
         except Exception as exc:
             log.exception("job %s: local endpoint error", self.name)
-            self._conclude(
-                self._fail, f"InternalServerError: the local endpoint failed while running the job: {exc!r}"
-            )
+            self._conclude(self._fail, f"InternalServerError: the local endpoint failed while running the job: {exc!r}")
         finally:
             self._on_done(self.name)
 
@@ -181,9 +177,7 @@ class JobRunner:
         return self._clients.get("s3", self._region)
 
     def _train(self, record: dict[str, Any], program: str) -> None:
-        shipper = LogShipper(
-            self._clients.get("logs", self._region), interval=self._options.log_flush_interval
-        )
+        shipper = LogShipper(self._clients.get("logs", self._region), interval=self._options.log_flush_interval)
         sampler = MetricsSampler(
             self._clients.get("cloudwatch", self._region), self.name, interval=self._options.metrics_interval
         )
@@ -223,9 +217,7 @@ class JobRunner:
                 "TRAINING_JOB_ARN": record["TrainingJobArn"],
                 "AIRFLOW_HETERO_HOST_ADDRESSES": json.dumps(self._cluster.addresses()),
                 "PYTHONUNBUFFERED": "1",
-                "PYTHONPATH": os.pathsep.join(
-                    p for p in (str(host.code_dir), os.environ.get("PYTHONPATH")) if p
-                ),
+                "PYTHONPATH": os.pathsep.join(p for p in (str(host.code_dir), os.environ.get("PYTHONPATH")) if p),
             }
         )
         return env
@@ -236,9 +228,7 @@ class JobRunner:
             return [sys.executable, "--", program, *args]
         return ["/bin/sh", "-c", f"./{shlex.quote(program)} " + " ".join(shlex.quote(a) for a in args)]
 
-    def _start_hosts(
-        self, record: dict[str, Any], program: str, shipper: LogShipper, sampler: MetricsSampler
-    ) -> None:
+    def _start_hosts(self, record: dict[str, Any], program: str, shipper: LogShipper, sampler: MetricsSampler) -> None:
         logs_dir = self._store.job_dir(self.name) / "logs"
         logs_dir.mkdir(parents=True, exist_ok=True)
         facts: list[dict[str, Any]] = []

@@ -83,7 +83,9 @@ class TrainingService:
                 continue
             name = record["TrainingJobName"]
             hosts = self.store.load_hosts(name)
-            survivors = [h["host"] for h in hosts if _kill_if_alive(h)]
+            killed = {h["host"]: _kill_if_alive(h) for h in hosts}
+            survivors = [name for name, proc in killed.items() if proc is not None]
+            _wait_dead([proc for proc in killed.values() if proc is not None])
             gone = [h["host"] for h in hosts if h["host"] not in survivors]
             state = f"{record['TrainingJobStatus']} ({record.get('SecondaryStatus')})"
             reason = f"InternalServerError: The local endpoint was restarted while the job was {state}; "
@@ -93,9 +95,7 @@ class TrainingService:
                 if gone:
                     reason += f"host processes {', '.join(gone)} were already gone"
                 if survivors:
-                    reason += (
-                        "; " if gone else ""
-                    ) + f"orphaned hosts {', '.join(survivors)} were terminated"
+                    reason += ("; " if gone else "") + f"orphaned hosts {', '.join(survivors)} were terminated"
                 reason += ". The job cannot be resumed."
 
             def change(r: dict[str, Any], reason: str = reason) -> None:
@@ -132,9 +132,7 @@ class TrainingService:
         with self._lock:
             slot = next((s for s in range(1, MAX_SLOTS + 1) if s not in self._slots.values()), None)
             if slot is None:
-                raise ServiceError(
-                    "ResourceLimitExceeded", f"The local endpoint runs at most {MAX_SLOTS} jobs at once"
-                )
+                raise ServiceError("ResourceLimitExceeded", f"The local endpoint runs at most {MAX_SLOTS} jobs at once")
             self.store.create(record)
             self._slots[self.store.key(name)] = slot
             cluster = plan_cluster(
@@ -218,9 +216,7 @@ class TrainingService:
         }.get(sort_by)
         if sort_field is None:
             raise validation(f"Invalid SortBy: {sort_by}")
-        records.sort(
-            key=lambda r: r[sort_field], reverse=(request.get("SortOrder") or "Descending") == "Descending"
-        )
+        records.sort(key=lambda r: r[sort_field], reverse=(request.get("SortOrder") or "Descending") == "Descending")
         max_results = int(request.get("MaxResults") or 10)
         if not 1 <= max_results <= 100:
             raise validation("MaxResults must be between 1 and 100")
@@ -263,19 +259,39 @@ def _decode_token(token: Any) -> int:
         raise validation("Invalid pagination token") from exc
 
 
-def _kill_if_alive(host: dict[str, Any]) -> bool:
-    """Kill a host's process group left by a previous endpoint process; True when it was still there."""
+def _kill_if_alive(host: dict[str, Any]) -> Any:
+    """SIGKILL a host's process group left by a previous endpoint process.
+
+    Returns the psutil process when it was still running (and really is that host: same pid and
+    start time), None when it was already gone.
+    """
     import psutil
 
     pid, created = host.get("pid"), host.get("create_time")
     if not pid:
-        return False
+        return None
     try:
         proc = psutil.Process(pid)
         if created is not None and abs(proc.create_time() - created) > 0.01:
-            return False  # the pid was reused by an unrelated process
+            return None  # the pid was reused by an unrelated process
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None  # dead, only waiting to be reaped by its new parent
         os.killpg(pid, signal.SIGKILL)
-        proc.wait(5)
-        return True
+        return proc
     except (psutil.Error, ProcessLookupError, PermissionError):
-        return False
+        return None
+
+
+def _wait_dead(procs: list[Any], timeout: float = 5.0) -> None:
+    """Wait until every process is gone or a zombie (orphans are reaped by init, not by us)."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        while time.monotonic() < deadline:
+            try:
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    break
+            except psutil.Error:
+                break
+            time.sleep(0.02)

@@ -93,18 +93,14 @@ def training_env(
 ) -> dict[str, Any]:
     """The toolkit's ``dict(Environment())`` for a host (its "Training Env" and ``SM_TRAINING_ENV``)."""
     hps = decode_hyperparameters(raw_hyperparameters)
-    sagemaker = {
-        k: v for k, v in hps.items() if k in SAGEMAKER_HYPERPARAMETERS or k.startswith(SAGEMAKER_PREFIX)
-    }
+    sagemaker = {k: v for k, v in hps.items() if k in SAGEMAKER_HYPERPARAMETERS or k.startswith(SAGEMAKER_PREFIX)}
     user = {k: v for k, v in hps.items() if k not in sagemaker}
     framework = {k: v for k, v in sagemaker.items() if k not in SAGEMAKER_HYPERPARAMETERS}
     current_group = resource.get("current_group_name", "homogeneousCluster")
     groups_config = resource.get("instance_groups", [])
     groups = [g["instance_group_name"] for g in groups_config]
     groups_dict = {g["instance_group_name"]: g for g in groups_config}
-    default_distribution = (
-        [current_group] if any(framework.get(f, False) for f in _DISTRIBUTION_FLAGS) else []
-    )
+    default_distribution = [current_group] if any(framework.get(f, False) for f in _DISTRIBUTION_FLAGS) else []
     distribution_groups = framework.get("sagemaker_distribution_instance_groups", default_distribution)
     if groups_config:
         distribution_hosts = [
@@ -203,9 +199,7 @@ def env_vars(env: dict[str, Any]) -> dict[str, str]:
     return {f"SM_{key.upper()}": format_value(value) for key, value in values.items()}
 
 
-def startup_lines(
-    env: dict[str, Any], variables: dict[str, str], command: list[str], stamp: str
-) -> list[str]:
+def startup_lines(env: dict[str, Any], variables: dict[str, str], command: list[str], stamp: str) -> list[str]:
     """The toolkit's start-up log block, one line per log event, ending with the command line.
 
     ``stamp`` is the ``asctime`` prefix of the toolkit's log records ("2026-11-30 03:08:00,646").

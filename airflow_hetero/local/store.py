@@ -50,9 +50,7 @@ def add_transition(record: dict[str, Any], status: str, message: str, now: float
     record["LastModifiedTime"] = now
 
 
-def finish(
-    record: dict[str, Any], status: str, secondary: str, message: str, now: float | None = None
-) -> None:
+def finish(record: dict[str, Any], status: str, secondary: str, message: str, now: float | None = None) -> None:
     """Put ``record`` in a terminal state with its end time, durations and a closed last transition."""
     now = time.time() if now is None else now
     add_transition(record, secondary, message, now)

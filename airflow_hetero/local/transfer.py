@@ -114,9 +114,7 @@ def _check_member(member: tarfile.TarInfo) -> None:
         for part in (base / link).parts if not link.is_absolute() else ("..",):
             depth += -1 if part == ".." else (0 if part == "." else 1)
             if depth < 0:
-                raise TransferError(
-                    f"link {member.name!r} -> {member.linkname!r} points outside the code directory"
-                )
+                raise TransferError(f"link {member.name!r} -> {member.linkname!r} points outside the code directory")
     elif not (member.isfile() or member.isdir()):
         raise TransferError(f"member {member.name!r} is not a regular file or directory")
 

@@ -1,0 +1,161 @@
+"""Job state across endpoint restarts, clean shutdowns and crashes; the ``local serve`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from local_jobkit import BUCKET, pid_alive, put_source, request, unique, wait
+
+from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local.cli import register
+from airflow_hetero.local.clients import make_client
+
+pytestmark = pytest.mark.slow
+
+SLEEPER = "import time\ntime.sleep(60)\n"
+
+
+def _serve(workdir: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """Start ``python -m airflow_hetero.local serve`` and return (process, url, banner lines)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "airflow_hetero.local", "serve", "--workdir", str(workdir), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 30
+    while not lines or not lines[-1].startswith("Press Ctrl-C"):
+        line = proc.stdout.readline()
+        assert line or proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, lines
+        lines.append(line.rstrip("\n"))
+    match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", lines[0])
+    assert match, lines
+    return proc, match.group(1), lines
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, list[str], Path]]:
+    workdir = tmp_path / "work"
+    proc, url, lines = _serve(workdir)
+    yield proc, url, lines, workdir
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def _wait_hosts(workdir: Path, job: str, count: int) -> list[dict[str, Any]]:
+    path = workdir / "jobs" / job / "hosts.json"
+    deadline = time.monotonic() + 20
+    while True:
+        if path.exists():
+            facts: list[dict[str, Any]] = json.loads(path.read_text())
+            if len(facts) == count:
+                return facts
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_serve_prints_the_connection_and_stops_on_ctrl_c(served: tuple[Any, str, list[str], Path]) -> None:
+    proc, url, lines, workdir = served
+    text = "\n".join(lines)
+    assert f"workdir: {workdir}" in text
+    conn = re.search(r"export AIRFLOW_CONN_AWS_DEFAULT='(.+)'", text)
+    assert conn
+    assert json.loads(conn.group(1))["extra"] == {"endpoint_url": url, "region_name": "us-east-1"}
+    assert f"AWS_ENDPOINT_URL={url}" in text
+    assert make_client("sts", url).get_caller_identity()["Account"] == "123456789012"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0
+
+
+def test_register_adds_local_serve() -> None:
+    parser = argparse.ArgumentParser(prog="airflow-hetero")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["local", "serve", "--port", "4567", "--workdir", "/tmp/w", "--host", "0.0.0.0"])
+    assert (args.port, args.workdir, args.host, args.seed) == (4567, Path("/tmp/w"), "0.0.0.0", 0)
+    assert callable(args.func)
+    defaults = parser.parse_args(["local", "serve"])
+    assert (defaults.port, defaults.host) == (0, "127.0.0.1")
+
+
+def test_crashed_endpoint_leaves_no_job_in_progress(served: tuple[Any, str, list[str], Path], tmp_path: Path) -> None:
+    proc, url, _, workdir = served
+    s3, sm = make_client("s3", url), make_client("sagemaker", url)
+    s3.create_bucket(Bucket=BUCKET)
+    job = unique("crash")
+    sm.create_training_job(**request(job, put_source(s3, job, SLEEPER)))
+    wait(sm, job, secondary="Training")
+    facts = _wait_hosts(workdir, job, 3)
+    proc.kill()  # the endpoint dies without a chance to clean up
+    proc.wait()
+    assert all(pid_alive(f["pid"]) for f in facts)  # its hosts are orphaned, still running
+    gone = facts[0]
+    os.killpg(gone["pid"], signal.SIGKILL)  # one of them disappears on its own
+    deadline = time.monotonic() + 5
+    while pid_alive(gone["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    with LocalEndpoint(workdir=workdir) as restarted:
+        assert restarted.service.recovered == [job]
+        done = restarted.client("sagemaker").describe_training_job(TrainingJobName=job)
+    assert done["TrainingJobStatus"] == "Failed"
+    assert done["SecondaryStatus"] == "Failed"
+    survivors = ", ".join(f["host"] for f in facts[1:])
+    assert done["FailureReason"] == (
+        "InternalServerError: The local endpoint was restarted while the job was InProgress (Training); "
+        f"host processes {gone['host']} were already gone; orphaned hosts {survivors} were terminated. "
+        "The job cannot be resumed."
+    )
+    assert not any(pid_alive(f["pid"]) for f in facts)
+
+
+def test_clean_shutdown_ends_running_jobs_and_state_survives(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    with LocalEndpoint(workdir=workdir, stop_grace=1.0) as first:
+        s3, sm = first.client("s3"), first.client("sagemaker")
+        s3.create_bucket(Bucket=BUCKET)
+        quick, slow = unique("quick"), unique("slow")
+        sm.create_training_job(**request(quick, put_source(s3, quick, "print('done')\n")))
+        assert wait(sm, quick)["TrainingJobStatus"] == "Completed"
+        sm.create_training_job(**request(slow, put_source(s3, slow, SLEEPER)))
+        wait(sm, slow, secondary="Training")
+        facts = _wait_hosts(workdir, slow, 3)
+    assert not any(pid_alive(f["pid"]) for f in facts)
+
+    with LocalEndpoint(workdir=workdir) as second:
+        assert second.service.recovered == []
+        sm = second.client("sagemaker")
+        assert sm.describe_training_job(TrainingJobName=quick)["TrainingJobStatus"] == "Completed"
+        stopped = sm.describe_training_job(TrainingJobName=slow)
+        assert stopped["TrainingJobStatus"] == "Failed"
+        assert stopped["FailureReason"] == (
+            "InternalServerError: The local endpoint shut down while the job was running; its hosts were terminated."
+        )
+        names = [s["TrainingJobName"] for s in sm.list_training_jobs()["TrainingJobSummaries"]]
+        assert sorted(names) == sorted([quick, slow])
+        with pytest.raises(Exception, match="ResourceInUse"):
+            sm.create_training_job(**request(quick, "s3://x/y"))
+    assert workdir.exists()  # an explicit workdir is kept
+
+
+def test_temporary_workdir_is_removed_on_stop() -> None:
+    endpoint = LocalEndpoint().start()
+    workdir = endpoint.workdir
+    assert workdir.is_dir()
+    endpoint.stop()
+    assert not workdir.exists()
+    endpoint.stop()  # stopping twice is harmless
