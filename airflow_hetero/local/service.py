@@ -135,6 +135,7 @@ class TrainingService:
                 raise ServiceError("ResourceLimitExceeded", f"The local endpoint runs at most {MAX_SLOTS} jobs at once")
             self.store.create(record)
             self._slots[self.store.key(name)] = slot
+        try:
             cluster = plan_cluster(
                 instance_groups(request),
                 seed=f"{self._seed}/{name}",
@@ -150,8 +151,19 @@ class TrainingService:
                 options=self._options,
                 on_done=self._done,
             )
-            self._runners[self.store.key(name)] = runner
-        runner.start()
+            with self._lock:
+                self._runners[self.store.key(name)] = runner
+            runner.start()
+        except Exception as exc:  # never leave a recorded job InProgress without a runner
+            self._done(name)
+            reason = f"InternalServerError: the local endpoint could not start the job: {exc!r}"
+
+            def failed(r: dict[str, Any], reason: str = reason) -> None:
+                r["FailureReason"] = reason
+                finish(r, "Failed", "Failed", "Training job failed")
+
+            self.store.update(name, failed)
+            raise
         return {"TrainingJobArn": arn}
 
     def _done(self, name: str) -> None:
@@ -172,22 +184,21 @@ class TrainingService:
         record = self.store.get(name)
         if record is None:
             raise not_found()
-        status = record["TrainingJobStatus"]
-        if status == "Stopping":
-            return {}
-        if status != "InProgress":
-            raise validation(f"The request was rejected because the training job is in status {status}.")
         with self._lock:
             runner = self._runners.get(self.store.key(name))
-        if runner is None:
-            raise validation(f"The request was rejected because the training job is in status {status}.")
 
         def stopping(r: dict[str, Any]) -> None:
-            r["TrainingJobStatus"] = "Stopping"
-            add_transition(r, "Stopping", "Stopping the training job")
+            # checked under the store's lock: the job may have ended since it was read above
+            status = r["TrainingJobStatus"]
+            if status == "InProgress" and runner is not None:
+                r["TrainingJobStatus"] = "Stopping"
+                add_transition(r, "Stopping", "Stopping the training job")
+            elif status != "Stopping":
+                raise validation(f"The request was rejected because the training job is in status {status}.")
 
         self.store.update(name, stopping)
-        runner.request_stop()
+        if runner is not None:
+            runner.request_stop()
         return {}
 
     def list(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -441,3 +441,17 @@ def test_missing_channel_data_fails_the_job(sm: Any, s3: Any) -> None:
     sm.create_training_job(**request(job, put_source(s3, job, "print('x')\n"), channels=channels))
     reason = wait(sm, job)["FailureReason"]
     assert reason.startswith("ClientError: Channel train: Data download failed: No S3 objects found under S3 URL")
+
+
+def test_model_upload_failure_fails_the_job(sm: Any, s3: Any) -> None:
+    job = unique("noupload")
+    body = request(job, put_source(s3, job, WORKER), groups=(("only", "ml.m5.large", 1),))
+    body["OutputDataConfig"]["S3OutputPath"] = "s3://no-such-output-bucket/out"
+    sm.create_training_job(**body)
+    done = wait(sm, job)
+    assert done["TrainingJobStatus"] == "Failed"
+    assert [t["Status"] for t in done["SecondaryStatusTransitions"]][-2:] == ["Uploading", "Failed"]
+    assert done["FailureReason"].startswith(
+        f"ClientError: Could not upload the model to s3://no-such-output-bucket/out/{job}/output/model.tar.gz"
+    )
+    assert "NoSuchBucket" in done["FailureReason"]
