@@ -106,10 +106,10 @@ def read_stream(
             kwargs["nextToken"] = token
         calls.add("GetLogEvents")
         page = logs_client.get_log_events(**kwargs)
-        events = page.get("events") or []
-        if events:
-            sink(events)
         following = page.get("nextForwardToken")
+        if page.get("events"):
+            sink(page["events"])
+        del page  # drop this page before the next call: one page per thread in memory, not two
         if following is None or following == token:
             return token
         token = following

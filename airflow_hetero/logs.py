@@ -28,22 +28,39 @@ MAX_LINE_CHARS = 1000
 DEFAULT_MAX_ERROR_SAMPLES = 10
 
 #: Default error patterns: Python tracebacks, log-level ERROR/CRITICAL/FATAL, CUDA and NCCL
-#: failures, out-of-memory kills (kernel OOM killer, a shell's bare "Killed", exit code 137,
-#: Python MemoryError) and the toolkit's ExecuteUserScriptError. Level words must stand alone
-#: (``ERROR:``/``ERROR ``/``[ERROR]``), so option values such as ``--NCCL_DEBUG WARN"`` or a
-#: metric called ``train:error`` do not count.
+#: failures, out-of-memory kills (kernel "Out of memory: Killed process", a shell's "Killed" line or
+#: "<pid> Killed", mpirun's "(Killed)", Kubernetes-style OOMKilled, Python MemoryError), the
+#: toolkit's ExecuteUserScriptError / ExitCode 137 and segmentation faults. Level words must stand
+#: alone (``ERROR:``, ``ERROR ``, ``[ERROR]``), so ``--NCCL_DEBUG WARN"`` or a metric called
+#: ``train:error`` do not count. Each pattern starts with a literal: the regex engine then skips
+#: ahead quickly, which keeps the per-line cost low (about 0.2 us here).
 DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r"Traceback \(most recent call last\)",
-    r"(?<![\w-])(?:ERROR|CRITICAL|FATAL)(?=[\s:\]]|$)",
-    r"CUDA error|(?i:cuda out of memory)|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+",
-    r"NCCL (?:error|Error|ERROR)|nccl\w*Error|NCCL_\w+ failed",
-    r"(?i:out of memory)|oom-kill|OOMKilled|Killed process \d+|^\s*Killed\s*$|\bMemoryError\b",
-    r"ExecuteUserScriptError|exit(?:ed)? (?:with )?(?:code|status) 137\b|Segmentation fault",
+    r"ERROR(?<![\w-]ERROR)(?=[\s:\]]|$)",
+    r"CRITICAL(?<![\w-]CRITICAL)(?=[\s:\]]|$)",
+    r"FATAL(?<![\w-]FATAL)(?=[\s:\]]|$)",
+    r"CUDA error",
+    r"CUDA out of memory",
+    r"CUBLAS_STATUS_(?!SUCCESS)\w+",
+    r"CUDNN_STATUS_(?!SUCCESS)\w+",
+    r"NCCL (?:error|Error|ERROR)",
+    r"NCCL_\w+ failed",
+    r"nccl(?:Internal|System|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error",
+    r"Out of memory",
+    r"OOMKilled",
+    r"Killed process \d+",
+    r"Killed(?<=^Killed)\s*$",
+    r"Killed(?<=\d Killed)",
+    r"Killed(?<=\(Killed)",
+    r"MemoryError",
+    r"ExecuteUserScriptError",
+    r"ExitCode 137\b",
+    r"Segmentation fault",
 )
 #: Default warning patterns: log-level WARN/WARNING standing alone and Python ``...Warning:`` lines.
 DEFAULT_WARNING_PATTERNS: tuple[str, ...] = (
-    r"(?<![\w-])WARN(?:ING)?(?=[\s:\]]|$)",
-    r"\b[A-Z]\w*Warning: ",
+    r"WARN(?<![\w-]WARN)(?:ING)?(?=[\s:\]]|$)",
+    r"Warning: (?<=[a-z]Warning: )",
 )
 
 _MARKER_TAG = "[airflow-hetero]"
@@ -52,17 +69,37 @@ _STREAM_EPOCH = re.compile(r"^(?P<host>.+)-\d{9,}$")
 _ENV_LINE = re.compile(r"SM_[A-Z0-9_]*=")
 
 
-def compile_patterns(patterns: Iterable[str]) -> re.Pattern[str] | None:
-    """One regex matching any of ``patterns`` (None when there are none). Bad regexes raise ValueError."""
+class AnyPattern:
+    """Matches a line when any of several regexes does (for patterns that cannot share one regex)."""
+
+    def __init__(self, patterns: list[re.Pattern[str]]) -> None:
+        self.patterns = patterns
+
+    def search(self, line: str) -> bool:
+        """True when one of the patterns is found in ``line``."""
+        return any(p.search(line) for p in self.patterns)
+
+
+def compile_patterns(patterns: Iterable[str]) -> re.Pattern[str] | AnyPattern | None:
+    """One matcher for any of ``patterns`` (None when there are none). Bad regexes raise ValueError.
+
+    The patterns are joined into one top-level alternation, so the engine can skip quickly to
+    the first characters they start with; patterns that cannot be joined (global inline flags
+    such as ``(?i)``) are searched one by one.
+    """
     items = [p for p in patterns if p]
     if not items:
         return None
+    compiled = []
     for p in items:
         try:
-            re.compile(p)
+            compiled.append(re.compile(p, re.MULTILINE))
         except re.error as exc:
             raise ValueError(f"invalid pattern {p!r}: {exc}") from None
-    return re.compile("|".join(f"(?:{p})" for p in items), re.MULTILINE)
+    try:
+        return re.compile("|".join(items), re.MULTILINE)
+    except re.error:
+        return AnyPattern(compiled)
 
 
 def host_from_stream(stream_name: str, job_name: str | None = None) -> str:
@@ -120,8 +157,8 @@ class MetricValue:
 class LineRules:
     """What to look for in each line: error/warning regexes and the job's MetricDefinitions."""
 
-    errors: re.Pattern[str] | None
-    warnings: re.Pattern[str] | None
+    errors: re.Pattern[str] | AnyPattern | None
+    warnings: re.Pattern[str] | AnyPattern | None
     metrics: list[tuple[str, re.Pattern[str], str]]
 
     @classmethod

@@ -153,6 +153,9 @@ def test_custom_error_patterns_replace_defaults_and_empty_means_none() -> None:
     custom = LineRules.build(error_patterns=[r"boom"], warning_patterns=[])
     log = stream("algo-1", ["ERROR x", "boom!", "WARNING y"], custom)
     assert (log.errors, log.warnings) == (1, 0)
+    flagged = LineRules.build(error_patterns=["(?i)boom", "fatal"])  # global flag: searched one by one
+    log = stream("algo-1", ["BOOM", "fatal x", "calm"], flagged)
+    assert log.errors == 2
     with pytest.raises(ValueError, match="invalid pattern"):
         LineRules.build(error_patterns=["(unclosed"])
     with pytest.raises(ValueError, match="invalid regex for metric"):
