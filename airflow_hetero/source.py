@@ -66,11 +66,14 @@ def upload_extra_args(job: HeteroTrainingJob) -> dict[str, Any]:
     return extra
 
 
-def package_source_dir(job: HeteroTrainingJob, base: Path | None = None) -> bytes:
+def package_source_dir(job: HeteroTrainingJob, base: Path | None = None, *, include_runtime: bool = True) -> bytes:
     """``sourcedir.tar.gz`` of the local code; relative paths resolve against ``base``.
 
     With ``source_dir`` the whole directory is packed (caches skipped); with only an
-    ``entry_point`` the single file is packed at the archive root, as the SDK does.
+    ``entry_point`` the single file is packed at the archive root, as the SDK does. With
+    ``include_runtime`` (and no ``airflow_hetero`` folder of the user's own), the standard-library
+    runtime helper is added as ``airflow_hetero/runtime.py``, so ``from airflow_hetero import
+    runtime`` works in any training image without installing this package there.
     """
     if job.entry_point is None:
         raise SourceDirError("entry_point: no training code to package")
@@ -93,4 +96,17 @@ def package_source_dir(job: HeteroTrainingJob, base: Path | None = None) -> byte
                 if _SKIP_DIRS.intersection(relative.parts) or path.suffix == ".pyc" or not path.is_file():
                     continue
                 tar.add(path, arcname=relative.as_posix(), recursive=False)
+        if include_runtime and "airflow_hetero/__init__.py" not in tar.getnames():
+            _add_runtime(tar)
     return buffer.getvalue()
+
+
+def _add_runtime(tar: tarfile.TarFile) -> None:
+    from airflow_hetero import runtime
+
+    package = Path(runtime.__file__).parent
+    init = b'"""The airflow-hetero runtime helper, shipped with the training code."""\n'
+    info = tarfile.TarInfo("airflow_hetero/__init__.py")
+    info.size = len(init)
+    tar.addfile(info, io.BytesIO(init))
+    tar.add(package / "runtime.py", arcname="airflow_hetero/runtime.py")
