@@ -1,8 +1,8 @@
 """``airflow-hetero local serve``: run the offline endpoint in the foreground until Ctrl-C.
 
 ``register(subparsers)`` adds the ``local`` command group to the package's CLI; each leaf parser
-sets ``func(args) -> int`` (the exit code). ``python -m airflow_hetero.local serve`` runs the same
-command without the package CLI.
+sets ``handler(args) -> int`` (the exit code), the package CLI's convention.
+``python -m airflow_hetero.local serve`` runs the same command without the package CLI.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _add_serve(subparsers: Any) -> argparse.ArgumentParser:
         help="bind address (default 127.0.0.1; anything else exposes code execution)",
     )
     serve.add_argument("--seed", type=int, default=0, help="seed of the host-to-group shuffle")
-    serve.set_defaults(func=serve_command)
+    serve.set_defaults(handler=serve_command)
     return serve
 
 
@@ -111,5 +111,5 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_serve(commands)
     args = parser.parse_args(argv)
-    code: int = args.func(args)
+    code: int = args.handler(args)
     return code

@@ -87,7 +87,7 @@ def test_register_adds_local_serve() -> None:
     register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["local", "serve", "--port", "4567", "--workdir", "/tmp/w", "--host", "0.0.0.0"])
     assert (args.port, args.workdir, args.host, args.seed) == (4567, Path("/tmp/w"), "0.0.0.0", 0)
-    assert callable(args.func)
+    assert callable(args.handler)
     defaults = parser.parse_args(["local", "serve"])
     assert (defaults.port, defaults.host) == (0, "127.0.0.1")
 
