@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from airflow_hetero.local import smenv
 from airflow_hetero.local.layout import Cluster
 from airflow_hetero.local.rules import GroupSpec
 
-FIXTURE = Path("/work/shared/fixtures/sagemaker-training-startup-algo-2.log")
+FIXTURE = Path(__file__).parents[1] / "data" / "sagemaker-training-startup-algo-2.log"
 # The request behind the fixture: what the SDK sent (every value JSON-encoded, in this order).
 RAW_HPS = {
     "epochs": "10",
@@ -31,8 +29,6 @@ DATA_CONFIG = {
 
 
 def _fixture_text() -> str:
-    if not FIXTURE.exists():
-        pytest.skip("toolkit fixture not available")
     return FIXTURE.read_text(encoding="utf-8")
 
 
