@@ -87,7 +87,9 @@ def summarize_training_job(
         window = training_window(describe, now)
         hosts = sorted({*mapping.host_to_group, *mapping.unmapped})
         if window is not None and hosts:
-            start = datetime.fromtimestamp(window[0], tz=UTC) - timedelta(minutes=1)
+            # From the start of the minute training started in (periods start on whole minutes)
+            # to a minute after it ended; the query's range is the window, so no clipping after.
+            start = datetime.fromtimestamp(window[0] // 60 * 60, tz=UTC)
             end = datetime.fromtimestamp(window[1], tz=UTC) + timedelta(minutes=1)
             datapoints = read_utilization(cloudwatch_client, job_name, hosts, start, end, calls=calls)
     summary = build_summary(
@@ -99,6 +101,7 @@ def summarize_training_job(
         datapoints=datapoints,
         mapping=mapping,
         now=now,
+        clip_datapoints=False,
     )
     summary["problems"].extend(problems)
     summary["api_calls"] = calls.as_dict()

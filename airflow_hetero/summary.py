@@ -230,8 +230,10 @@ def build_summary(
     datapoints: Mapping[str, Mapping[str, Iterable[Datapoint]]] | None = None,
     mapping: HostMapping | None = None,
     now: datetime | None = None,
+    clip_datapoints: bool = True,
 ) -> dict[str, Any]:
-    """The whole summary dict (before the size bound). ``datapoints`` None means metrics were not read."""
+    """The whole summary dict (before the size bound). ``datapoints`` None means metrics were not read;
+    ``clip_datapoints=False`` takes them as already limited to the training window (by the query)."""
     describe = describe or {}
     specs: list[GroupSpec] = groups_from_describe(describe)
     mapping = mapping or resolve_mapping(logs, specs)
@@ -258,7 +260,9 @@ def build_summary(
         }
         entry.update(merge_logs(group_logs, tail_lines, max_error_samples))
         entry["utilization"] = (
-            aggregate_utilization(hosts, datapoints, window) if datapoints is not None else None
+            aggregate_utilization(hosts, datapoints, window if clip_datapoints else None)
+            if datapoints is not None
+            else None
         )
         entry["instance_seconds"] = instance_seconds(count, describe, now) if describe else None
         groups[name] = entry

@@ -1,0 +1,93 @@
+"""HeteroLogSummaryOperator: the per-instance-group summary of a training job, to XCom and the task log.
+
+The work is :func:`airflow_hetero.log_summary.summarize_training_job` with the clients of
+:class:`airflow_hetero.hook.HeteroTrainingHook` (same connection, region and endpoint as the
+training operator). ``return_value`` is the whole summary; each group's part is also pushed as
+``group_<name>`` for downstream tasks that need only one group.
+
+Importing this module loads nothing beyond ``airflow.sdk``: the hook, boto3 and the Amazon
+provider are imported when the task runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow_hetero._compat import BaseOperator
+from airflow_hetero.logs import compile_patterns
+from airflow_hetero.summary_limits import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
+
+if TYPE_CHECKING:
+    from airflow_hetero._compat import Context
+
+
+class HeteroLogSummaryOperator(BaseOperator):
+    """Summarise a (heterogeneous) training job's logs and metrics per instance group.
+
+    :param job_name: the training job (templated, e.g.
+        ``"{{ ti.xcom_pull(task_ids='train')['training_job_name'] }}"``).
+    :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
+    :param region_name: overrides the connection's region.
+    :param tail_lines: last lines kept per host.
+    :param max_xcom_bytes: bound of the summary as JSON; tails shrink first, then error samples,
+        and ``truncated`` says what was cut.
+    :param error_patterns: regexes counting a line as an error (None: the defaults in
+        :data:`airflow_hetero.logs.DEFAULT_ERROR_PATTERNS`).
+    :param include_metrics: read CPU/memory/GPU utilisation from CloudWatch.
+    """
+
+    template_fields: Sequence[str] = ("job_name",)
+    ui_color = "#e4f4ff"
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        aws_conn_id: str | None = "aws_default",
+        region_name: str | None = None,
+        tail_lines: int = 20,
+        max_xcom_bytes: int = DEFAULT_MAX_XCOM_BYTES,
+        error_patterns: Sequence[str] | None = None,
+        include_metrics: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if tail_lines < 0:
+            raise ValueError(f"tail_lines must be >= 0, got {tail_lines}")
+        if max_xcom_bytes < MIN_MAX_XCOM_BYTES:
+            raise ValueError(f"max_xcom_bytes must be at least {MIN_MAX_XCOM_BYTES}, got {max_xcom_bytes}")
+        if error_patterns is not None:
+            compile_patterns(error_patterns)  # a bad regex fails at DAG parse time, not after reading
+        self.job_name = job_name
+        self.aws_conn_id = aws_conn_id
+        self.region_name = region_name
+        self.tail_lines = tail_lines
+        self.max_xcom_bytes = max_xcom_bytes
+        self.error_patterns = list(error_patterns) if error_patterns is not None else None
+        self.include_metrics = include_metrics
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Read, summarise, log the table, push ``group_<name>`` keys; return the whole summary."""
+        from airflow_hetero.hook import HeteroTrainingHook
+        from airflow_hetero.log_summary import summarize_training_job
+        from airflow_hetero.summary_limits import format_table
+
+        if not self.job_name:
+            raise ValueError("job_name rendered empty: no training job to summarise")
+        hook = HeteroTrainingHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name)
+        summary = summarize_training_job(
+            self.job_name,
+            logs_client=hook.logs_client,
+            cloudwatch_client=hook.cloudwatch_client if self.include_metrics else None,
+            sagemaker_client=hook.conn,
+            tail_lines=self.tail_lines,
+            error_patterns=self.error_patterns,
+            include_metrics=self.include_metrics,
+            max_xcom_bytes=self.max_xcom_bytes,
+        )
+        self.log.info("Log summary of %s:\n%s", self.job_name, format_table(summary))
+        ti = context["ti"]
+        for name, group in summary["groups"].items():
+            ti.xcom_push(key=f"group_{name}", value=group)
+        return summary
