@@ -219,9 +219,7 @@ def read_utilization(
             for result in page.get("MetricDataResults") or ():
                 host, metric, stat = index[result["Id"]]
                 series = points.setdefault((host, metric), {})
-                for stamp, value in zip(
-                    result.get("Timestamps") or (), result.get("Values") or (), strict=False
-                ):
+                for stamp, value in zip(result.get("Timestamps") or (), result.get("Values") or (), strict=False):
                     moment = stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
                     slot = series.setdefault(moment.timestamp(), [None, None])
                     slot[0 if stat == "Average" else 1] = float(value)

@@ -180,9 +180,7 @@ class LineRules:
                 raise ValueError(f"invalid regex for metric {name!r}: {exc}") from None
         return cls(
             errors=compile_patterns(DEFAULT_ERROR_PATTERNS if error_patterns is None else error_patterns),
-            warnings=compile_patterns(
-                DEFAULT_WARNING_PATTERNS if warning_patterns is None else warning_patterns
-            ),
+            warnings=compile_patterns(DEFAULT_WARNING_PATTERNS if warning_patterns is None else warning_patterns),
             metrics=metrics,
         )
 
@@ -444,9 +442,7 @@ def _cross_check(host_to_group: Mapping[str, str], groups: Sequence[GroupSpec]) 
     for group, group_hosts in sorted(members.items()):
         spec = known.get(group)
         if spec is None:
-            problems.append(
-                f"group {group} ({', '.join(sorted(group_hosts))}) is not in the job's ResourceConfig"
-            )
+            problems.append(f"group {group} ({', '.join(sorted(group_hosts))}) is not in the job's ResourceConfig")
         elif spec.instance_count and len(group_hosts) > spec.instance_count:
             problems.append(
                 f"group {group}: {len(group_hosts)} hosts mapped ({', '.join(sorted(group_hosts))}) "

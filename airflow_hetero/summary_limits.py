@@ -145,11 +145,7 @@ def format_table(summary: dict[str, Any]) -> str:
     lines = [
         f"Training job {summary.get('training_job_name')}: {summary.get('status')}"
         f" ({summary.get('secondary_status') or '-'})"
-        + (
-            f", billable {summary['billable_seconds']} s"
-            if summary.get("billable_seconds") is not None
-            else ""
-        )
+        + (f", billable {summary['billable_seconds']} s" if summary.get("billable_seconds") is not None else "")
         + (" [partial: job still running]" if summary.get("partial") else "")
     ]
     if summary.get("failure_reason"):

@@ -27,9 +27,7 @@ def create_job(sagemaker: Any, name: str, groups: Iterable[tuple[str, str, int]]
         AlgorithmSpecification={"TrainingImage": "img", "TrainingInputMode": "File"},
         OutputDataConfig={"S3OutputPath": "s3://bucket/out"},
         ResourceConfig={
-            "InstanceGroups": [
-                {"InstanceGroupName": g, "InstanceType": t, "InstanceCount": n} for g, t, n in groups
-            ],
+            "InstanceGroups": [{"InstanceGroupName": g, "InstanceType": t, "InstanceCount": n} for g, t, n in groups],
             "VolumeSizeInGB": 30,
         },
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
@@ -69,17 +67,14 @@ def resource_config_line(layout: dict[str, list[str]], current: str, types: dict
         "current_instance_type": types[group],
         "hosts": sorted(h for hosts in layout.values() for h in hosts),
         "instance_groups": [
-            {"hosts": hosts, "instance_group_name": g, "instance_type": types[g]}
-            for g, hosts in layout.items()
+            {"hosts": hosts, "instance_group_name": g, "instance_type": types[g]} for g, hosts in layout.items()
         ],
         "network_interface_name": "eth0",
     }
     return "SM_RESOURCE_CONFIG=" + json.dumps(config, separators=(",", ":"))
 
 
-def put_utilization(
-    cloudwatch: Any, job: str, host: str, metric: str, values: list[float], end: datetime
-) -> None:
+def put_utilization(cloudwatch: Any, job: str, host: str, metric: str, values: list[float], end: datetime) -> None:
     """One datapoint a minute for ``host``, the last one a minute before ``end``."""
     cloudwatch.put_metric_data(
         Namespace=NAMESPACE,

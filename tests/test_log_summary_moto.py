@@ -32,9 +32,7 @@ from airflow_hetero.logs import LineRules, StreamLog
 from airflow_hetero.runtime import format_marker
 from airflow_hetero.summary_limits import json_size
 
-FIXTURE = (
-    Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sagemaker-training-startup-algo-2.log"
-)
+FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sagemaker-training-startup-algo-2.log"
 AB = [("A", "ml.c5.xlarge", 1), ("B", "ml.p3.2xlarge", 2)]
 TYPES = {"A": "ml.c5.xlarge", "B": "ml.p3.2xlarge"}
 LOSS = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}, {"Name": "val:acc", "Regex": r"acc=([0-9.]+)"}]
@@ -230,9 +228,7 @@ def test_job_metric_definitions_are_used_by_default(aws: dict[str, Any]) -> None
     lines = [f"#quality_metric: host=algo-1, test dcg <score>={v}" for v in (0.3, 0.9, 0.5)]
     put_stream(aws["logs_client"], "dcg/algo-1-1700000000", lines)
     summary = summarize_training_job("dcg", include_metrics=False, **aws)
-    assert summary["groups"]["only"]["metrics"] == {
-        "test:dcg": {"last": 0.5, "best": 0.9, "goal": "max", "count": 3}
-    }
+    assert summary["groups"]["only"]["metrics"] == {"test:dcg": {"last": 0.5, "best": 0.9, "goal": "max", "count": 3}}
 
 
 def test_utilization_per_group_over_the_training_window(aws: dict[str, Any]) -> None:
@@ -385,9 +381,7 @@ def test_stream_deleted_while_reading_is_a_problem_not_a_crash(aws: dict[str, An
             return aws["logs_client"].describe_log_streams(**kwargs)
 
         def get_log_events(self, **kwargs: Any) -> Any:
-            raise ClientError(
-                {"Error": {"Code": "ResourceNotFoundException", "Message": "gone"}}, "GetLogEvents"
-            )
+            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "gone"}}, "GetLogEvents")
 
     rules = LineRules.build()
     logs, problems = read_job_logs(Vanishing(), "gone", lambda s: StreamLog(s, "algo-1", rules))

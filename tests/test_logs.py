@@ -21,9 +21,7 @@ from airflow_hetero.logs import (
 )
 from airflow_hetero.runtime import format_marker
 
-FIXTURE = (
-    Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sagemaker-training-startup-algo-2.log"
-)
+FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sagemaker-training-startup-algo-2.log"
 T0 = 1_700_000_000_000
 
 
@@ -233,9 +231,9 @@ def test_parse_group_map_rejects_bad_shapes() -> None:
     assert parse_group_map("SM_RESOURCE_CONFIG", "[]") is None
     assert parse_group_map("SM_RESOURCE_CONFIG", '{"hosts": ["algo-1"]}') is None
     assert parse_group_map("SM_INSTANCE_GROUPS_DICT", '{"a": {"hosts": "algo-1"}}') is None
-    assert parse_group_map(
-        "SM_INSTANCE_GROUPS_DICT", '{"a": {"instance_group_name": "a", "hosts": ["algo-1"]}}'
-    ) == {"a": {"instance_type": None, "hosts": ["algo-1"]}}
+    assert parse_group_map("SM_INSTANCE_GROUPS_DICT", '{"a": {"instance_group_name": "a", "hosts": ["algo-1"]}}') == {
+        "a": {"instance_type": None, "hosts": ["algo-1"]}
+    }
 
 
 # -- mapping ------------------------------------------------------------------------------------
@@ -331,7 +329,5 @@ def test_cross_check_reports_too_many_hosts_and_unknown_groups() -> None:
     layout = {"A": ["algo-1", "algo-2"], "C": ["algo-3"]}
     logs = [stream("algo-1", [resource_config(layout, "algo-1")])]
     mapping = resolve_mapping(logs, GROUPS_AB)
-    assert any(
-        "group A: 2 hosts mapped (algo-1, algo-2) but InstanceCount is 1" in p for p in mapping.problems
-    )
+    assert any("group A: 2 hosts mapped (algo-1, algo-2) but InstanceCount is 1" in p for p in mapping.problems)
     assert any("group C (algo-3) is not in the job's ResourceConfig" in p for p in mapping.problems)
