@@ -91,12 +91,15 @@ def read_stream(
     *,
     log_group: str = LOG_GROUP,
     start_token: str | None = None,
+    stop_after_ms: int | None = None,
     calls: ApiCalls | None = None,
 ) -> str | None:
     """Hand every page of ``stream`` to ``sink`` from the head (or ``start_token``) to the current end.
 
     The end is where GetLogEvents returns the token that was sent; pages may be empty yet carry a
-    new token, so an empty page does not end the read. Returns the last token (resume from there).
+    new token, so an empty page does not end the read. ``stop_after_ms`` also ends it after a page
+    reaching that event time (a running job's busy stream would otherwise never end). Returns the
+    last token (resume from there).
     """
     calls = calls or ApiCalls()
     token = start_token
@@ -106,12 +109,18 @@ def read_stream(
             kwargs["nextToken"] = token
         calls.add("GetLogEvents")
         page = logs_client.get_log_events(**kwargs)
-        following = page.get("nextForwardToken")
-        if page.get("events"):
-            sink(page["events"])
-        del page  # drop this page before the next call: one page per thread in memory, not two
+        following: str | None = page.get("nextForwardToken")
+        events = page.get("events")
+        del page  # one page per thread in memory, not two
+        reached = False
+        if events:
+            sink(events)
+            reached = stop_after_ms is not None and int(events[-1].get("timestamp") or 0) >= stop_after_ms
+        del events
         if following is None or following == token:
             return token
+        if reached:
+            return following
         token = following
 
 
@@ -123,13 +132,15 @@ def read_job_logs(
     log_group: str = LOG_GROUP,
     max_workers: int = 4,
     max_rounds: int = 3,
+    stop_after_ms: int | None = None,
     calls: ApiCalls | None = None,
 ) -> tuple[list[StreamLog], list[str]]:
     """Read all of a job's streams into accumulators made by ``new_log(stream_name)``.
 
     After reading, the streams are listed once more: a stream that appeared meanwhile (a host that
-    started late) is read too, up to ``max_rounds`` listings. Returns the accumulators in stream
-    name order and the problems met (a stream deleted while being read).
+    started late) is read too, up to ``max_rounds`` listings. ``stop_after_ms`` bounds each stream
+    (see :func:`read_stream`). Returns the accumulators in stream name order and the problems met
+    (a stream deleted while being read).
     """
     if max_workers < 1:
         raise ValueError(f"max_workers must be at least 1, got {max_workers}")
@@ -139,7 +150,14 @@ def read_job_logs(
 
     def read_one(log: StreamLog) -> None:
         try:
-            read_stream(logs_client, log.stream, log.add_events, log_group=log_group, calls=calls)
+            read_stream(
+                logs_client,
+                log.stream,
+                log.add_events,
+                log_group=log_group,
+                stop_after_ms=stop_after_ms,
+                calls=calls,
+            )
         except Exception as exc:
             if _error_code(exc) != "ResourceNotFoundException":
                 raise

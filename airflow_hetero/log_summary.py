@@ -21,7 +21,7 @@ from airflow_hetero.logs import (
     host_from_stream,
     resolve_mapping,
 )
-from airflow_hetero.summary import build_summary, training_window
+from airflow_hetero.summary import TERMINAL_STATUSES, build_summary, training_window
 from airflow_hetero.summary_limits import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 
 __all__ = ["DEFAULT_MAX_XCOM_BYTES", "summarize_training_job"]
@@ -77,8 +77,17 @@ def summarize_training_job(
             max_error_samples=max_error_samples,
         )
 
+    # A running job's streams keep growing: read up to the moment reading started, not forever.
+    running = describe.get("TrainingJobStatus") not in TERMINAL_STATUSES
+    stop_after_ms = int((now or datetime.now(UTC)).timestamp() * 1000) if running else None
     logs, problems = read_job_logs(
-        logs_client, job_name, new_log, log_group=log_group, max_workers=max_workers, calls=calls
+        logs_client,
+        job_name,
+        new_log,
+        log_group=log_group,
+        max_workers=max_workers,
+        stop_after_ms=stop_after_ms,
+        calls=calls,
     )
     mapping = resolve_mapping(logs, groups_from_describe(describe))
     datapoints = None

@@ -4,7 +4,8 @@ CloudWatch log streams of a heterogeneous job are named ``<job>/algo-<N>-<epoch>
 name tells the instance group, and host numbers do not follow group order. This module reads the
 mapping out of the log lines themselves and keeps, per stream, only bounded state (counters, the
 first error lines, a short tail, last/best metric values), so memory does not grow with the number
-of events. No Airflow, boto3 or botocore here: the reading side (:mod:`airflow_hetero.cloudwatch`)
+of events. The host -> group decision lives in :mod:`airflow_hetero.log_mapping` (re-exported
+here). No Airflow, boto3 or botocore here: the reading side (:mod:`airflow_hetero.cloudwatch`)
 feeds events in, :mod:`airflow_hetero.summary` turns the result into the XCom summary.
 """
 
@@ -13,15 +14,45 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_hetero.log_mapping import (
+    HOMOGENEOUS_GROUP,
+    SOURCES,
+    GroupSpec,
+    HostMapping,
+    groups_from_describe,
+    resolve_mapping,
+)
 from airflow_hetero.runtime import parse_marker
 
+__all__ = [
+    "DEFAULT_ERROR_PATTERNS",
+    "DEFAULT_MAX_ERROR_SAMPLES",
+    "DEFAULT_WARNING_PATTERNS",
+    "HOMOGENEOUS_GROUP",
+    "LOG_GROUP",
+    "MAX_LINE_CHARS",
+    "SOURCES",
+    "AnyPattern",
+    "ErrorSample",
+    "GroupSpec",
+    "HostMapping",
+    "LineRules",
+    "MetricValue",
+    "StreamLog",
+    "clip",
+    "compile_patterns",
+    "groups_from_describe",
+    "host_from_stream",
+    "metric_goal",
+    "parse_group_map",
+    "resolve_mapping",
+]
+
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
-#: Group name the sagemaker-training toolkit uses for a job without InstanceGroups.
-HOMOGENEOUS_GROUP = "homogeneousCluster"
 #: Stored lines (tails, error samples) are cut to this many characters; CloudWatch allows 256 KB.
 MAX_LINE_CHARS = 1000
 #: First error lines kept per stream (and per group after merging).
@@ -332,120 +363,3 @@ def parse_group_map(key: str, value: str) -> dict[str, dict[str, Any]] | None:
             "hosts": [str(h) for h in hosts],
         }
     return result or None
-
-
-@dataclass(frozen=True)
-class GroupSpec:
-    """An instance group as DescribeTrainingJob states it."""
-
-    name: str
-    instance_type: str | None
-    instance_count: int
-
-
-def groups_from_describe(describe: Mapping[str, Any] | None) -> list[GroupSpec]:
-    """The job's groups from ``ResourceConfig`` (a homogeneous job is one ``homogeneousCluster`` group)."""
-    if not describe:
-        return []
-    config = describe.get("ResourceConfig") or {}
-    groups = config.get("InstanceGroups")
-    if groups:
-        return [
-            GroupSpec(str(g["InstanceGroupName"]), g.get("InstanceType"), int(g.get("InstanceCount") or 0))
-            for g in groups
-        ]
-    if config.get("InstanceType"):
-        return [GroupSpec(HOMOGENEOUS_GROUP, config["InstanceType"], int(config.get("InstanceCount") or 0))]
-    return []
-
-
-#: Mapping sources, most trusted first.
-SOURCES = ("marker", "toolkit", "group_map", "single_group")
-
-
-@dataclass
-class HostMapping:
-    """Which group each host is in, why, and what did not add up."""
-
-    host_to_group: dict[str, str]
-    source: dict[str, str]
-    unmapped: list[str]
-    problems: list[str]
-    instance_types: dict[str, str]
-
-
-def resolve_mapping(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = ()) -> HostMapping:
-    """Map hosts to groups by the most trusted evidence; never guess from host numbers.
-
-    Order of trust: the runtime helper's marker line; the toolkit's ``SM_CURRENT_HOST`` /
-    ``SM_CURRENT_INSTANCE_GROUP`` lines; the whole map in ``SM_RESOURCE_CONFIG`` /
-    ``SM_INSTANCE_GROUPS_DICT`` from any stream (covers MPI workers that print no start-up block);
-    a job with a single group. Two answers at the same level leave the host to lower levels; a host
-    nothing maps is unmapped. ``groups`` (from DescribeTrainingJob) is the cross-check.
-    """
-    claims: dict[str, dict[str, set[str]]] = {s: {} for s in SOURCES}
-    instance_types: dict[str, str] = {}
-    hosts: set[str] = set()
-
-    def claim(source: str, host: str, group: str) -> None:
-        claims[source].setdefault(host, set()).add(group)
-        hosts.add(host)
-
-    for log in streams:
-        hosts.add(log.host)
-        for host, group in log.marker.items():
-            claim("marker", host, group)
-        if log.current_group:
-            claim("toolkit", log.current_host or log.host, log.current_group)
-        for group, info in (log.group_map or {}).items():
-            if info.get("instance_type"):
-                instance_types.setdefault(group, str(info["instance_type"]))
-            for host in info["hosts"]:
-                claim("group_map", host, group)
-    if len(groups) == 1:
-        for host in hosts:
-            claim("single_group", host, groups[0].name)
-
-    host_to_group: dict[str, str] = {}
-    source_of: dict[str, str] = {}
-    problems: list[str] = []
-    for host in sorted(hosts):
-        for source in SOURCES:
-            found = claims[source].get(host)
-            if not found:
-                continue
-            if len(found) > 1:
-                problems.append(f"{host}: {source} evidence names several groups {sorted(found)}")
-                continue
-            group = next(iter(found))
-            if host not in host_to_group:
-                host_to_group[host], source_of[host] = group, source
-            elif group != host_to_group[host]:
-                problems.append(
-                    f"{host}: {source} evidence says {group}, {source_of[host]} says "
-                    f"{host_to_group[host]}; using {source_of[host]}"
-                )
-    unmapped = sorted(h for h in hosts if h not in host_to_group)
-    problems.extend(_cross_check(host_to_group, groups))
-    return HostMapping(host_to_group, source_of, unmapped, problems, instance_types)
-
-
-def _cross_check(host_to_group: Mapping[str, str], groups: Sequence[GroupSpec]) -> list[str]:
-    """Compare the mapping with DescribeTrainingJob: unknown groups, more hosts than instances."""
-    if not groups:
-        return []
-    problems: list[str] = []
-    members: dict[str, list[str]] = {}
-    for host, group in host_to_group.items():
-        members.setdefault(group, []).append(host)
-    known = {g.name: g for g in groups}
-    for group, group_hosts in sorted(members.items()):
-        spec = known.get(group)
-        if spec is None:
-            problems.append(f"group {group} ({', '.join(sorted(group_hosts))}) is not in the job's ResourceConfig")
-        elif spec.instance_count and len(group_hosts) > spec.instance_count:
-            problems.append(
-                f"group {group}: {len(group_hosts)} hosts mapped ({', '.join(sorted(group_hosts))}) "
-                f"but InstanceCount is {spec.instance_count}"
-            )
-    return problems

@@ -395,3 +395,30 @@ def test_stream_deleted_while_reading_is_a_problem_not_a_crash(aws: dict[str, An
 
     with pytest.raises(ClientError, match="AccessDenied"):
         read_job_logs(Broken(), "gone", lambda s: StreamLog(s, "algo-1", rules))
+
+
+class EndlessLogs:
+    """A stream that a busy running job keeps writing: every page is full and has a new token."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def describe_log_streams(self, **kwargs: Any) -> dict[str, Any]:
+        return {"logStreams": [{"logStreamName": "busy/algo-1-1700000000"}]}
+
+    def get_log_events(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls += 1
+        stamp = now_ms() - 2_000 + self.calls * 1_000  # the writer moves on while we read
+        return {"events": [{"timestamp": stamp, "message": f"step {self.calls}"}], "nextForwardToken": f"t{self.calls}"}
+
+
+def test_running_job_reading_stops_at_the_moment_reading_started(aws: dict[str, Any]) -> None:
+    create_job(aws["sagemaker_client"], "busy", [("only", "ml.c5.xlarge", 1)])
+    sagemaker = DescribeOverride(aws["sagemaker_client"], TrainingJobStatus="InProgress")
+    endless = EndlessLogs()
+    summary = summarize_training_job(
+        "busy", include_metrics=False, **{**aws, "sagemaker_client": sagemaker, "logs_client": endless}
+    )
+    assert summary["partial"] is True
+    assert 2 <= endless.calls <= 4  # pages up to "now", then stop
+    assert summary["groups"]["only"]["events"] == endless.calls

@@ -1,0 +1,135 @@
+"""Decide which instance group each host of a training job is in, from evidence found in its logs (pure).
+
+Evidence is collected per stream by :class:`airflow_hetero.logs.StreamLog`; this module weighs it
+in order of trust and cross-checks the result with DescribeTrainingJob. Host numbers are never
+used: they do not follow group order. No Airflow, boto3 or botocore here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_hetero.logs import StreamLog
+
+#: Group name the sagemaker-training toolkit uses for a job without InstanceGroups.
+HOMOGENEOUS_GROUP = "homogeneousCluster"
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """An instance group as DescribeTrainingJob states it."""
+
+    name: str
+    instance_type: str | None
+    instance_count: int
+
+
+def groups_from_describe(describe: Mapping[str, Any] | None) -> list[GroupSpec]:
+    """The job's groups from ``ResourceConfig`` (a homogeneous job is one ``homogeneousCluster`` group)."""
+    if not describe:
+        return []
+    config = describe.get("ResourceConfig") or {}
+    groups = config.get("InstanceGroups")
+    if groups:
+        return [
+            GroupSpec(str(g["InstanceGroupName"]), g.get("InstanceType"), int(g.get("InstanceCount") or 0))
+            for g in groups
+        ]
+    if config.get("InstanceType"):
+        return [GroupSpec(HOMOGENEOUS_GROUP, config["InstanceType"], int(config.get("InstanceCount") or 0))]
+    return []
+
+
+#: Mapping sources, most trusted first.
+SOURCES = ("marker", "toolkit", "group_map", "single_group")
+
+
+@dataclass
+class HostMapping:
+    """Which group each host is in, why, and what did not add up."""
+
+    host_to_group: dict[str, str]
+    source: dict[str, str]
+    unmapped: list[str]
+    problems: list[str]
+    instance_types: dict[str, str]
+
+
+def resolve_mapping(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = ()) -> HostMapping:
+    """Map hosts to groups by the most trusted evidence; never guess from host numbers.
+
+    Order of trust: the runtime helper's marker line; the toolkit's ``SM_CURRENT_HOST`` /
+    ``SM_CURRENT_INSTANCE_GROUP`` lines; the whole map in ``SM_RESOURCE_CONFIG`` /
+    ``SM_INSTANCE_GROUPS_DICT`` from any stream (covers MPI workers that print no start-up block);
+    a job with a single group. Two answers at the same level leave the host to lower levels; a host
+    nothing maps is unmapped. ``groups`` (from DescribeTrainingJob) is the cross-check.
+    """
+    claims: dict[str, dict[str, set[str]]] = {s: {} for s in SOURCES}
+    instance_types: dict[str, str] = {}
+    hosts: set[str] = set()
+
+    def claim(source: str, host: str, group: str) -> None:
+        claims[source].setdefault(host, set()).add(group)
+        hosts.add(host)
+
+    for log in streams:
+        hosts.add(log.host)
+        for host, group in log.marker.items():
+            claim("marker", host, group)
+        if log.current_group:
+            claim("toolkit", log.current_host or log.host, log.current_group)
+        for group, info in (log.group_map or {}).items():
+            if info.get("instance_type"):
+                instance_types.setdefault(group, str(info["instance_type"]))
+            for host in info["hosts"]:
+                claim("group_map", host, group)
+    if len(groups) == 1:
+        for host in hosts:
+            claim("single_group", host, groups[0].name)
+
+    host_to_group: dict[str, str] = {}
+    source_of: dict[str, str] = {}
+    problems: list[str] = []
+    for host in sorted(hosts):
+        for source in SOURCES:
+            found = claims[source].get(host)
+            if not found:
+                continue
+            if len(found) > 1:
+                problems.append(f"{host}: {source} evidence names several groups {sorted(found)}")
+                continue
+            group = next(iter(found))
+            if host not in host_to_group:
+                host_to_group[host], source_of[host] = group, source
+            elif group != host_to_group[host]:
+                problems.append(
+                    f"{host}: {source} evidence says {group}, {source_of[host]} says "
+                    f"{host_to_group[host]}; using {source_of[host]}"
+                )
+    unmapped = sorted(h for h in hosts if h not in host_to_group)
+    problems.extend(_cross_check(host_to_group, groups))
+    return HostMapping(host_to_group, source_of, unmapped, problems, instance_types)
+
+
+def _cross_check(host_to_group: Mapping[str, str], groups: Sequence[GroupSpec]) -> list[str]:
+    """Compare the mapping with DescribeTrainingJob: unknown groups, more hosts than instances."""
+    if not groups:
+        return []
+    problems: list[str] = []
+    members: dict[str, list[str]] = {}
+    for host, group in host_to_group.items():
+        members.setdefault(group, []).append(host)
+    known = {g.name: g for g in groups}
+    for group, group_hosts in sorted(members.items()):
+        spec = known.get(group)
+        if spec is None:
+            problems.append(f"group {group} ({', '.join(sorted(group_hosts))}) is not in the job's ResourceConfig")
+        elif spec.instance_count and len(group_hosts) > spec.instance_count:
+            problems.append(
+                f"group {group}: {len(group_hosts)} hosts mapped ({', '.join(sorted(group_hosts))}) "
+                f"but InstanceCount is {spec.instance_count}"
+            )
+    return problems
