@@ -13,7 +13,7 @@ import pytest
 from log_jobs import create_job, put_stream, put_utilization, resource_config_line
 from moto import mock_aws
 
-from airflow_hetero.operators import HeteroLogSummaryOperator
+from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
 from airflow_hetero.runtime import format_marker
 
 TYPES = {"data_group": "ml.c5.xlarge", "dnn_group": "ml.p3.2xlarge"}
