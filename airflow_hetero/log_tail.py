@@ -16,14 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
-from airflow_hetero.logs import (
-    LOG_GROUP,
-    LineRules,
-    StreamLog,
-    groups_from_describe,
-    host_from_stream,
-    resolve_mapping,
-)
+from airflow_hetero.log_mapping import groups_from_describe, resolve_mapping
+from airflow_hetero.logs import LOG_GROUP, LineRules, StreamLog, host_from_stream
 
 log = logging.getLogger(__name__)
 

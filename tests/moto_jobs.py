@@ -102,6 +102,8 @@ class MotoJobs:
         self.calls: Counter[str] = Counter()
         #: Per job, a list of callables run (and popped) one per DescribeTrainingJob.
         self.scripts: dict[str, list[Callable[[], None]]] = {}
+        #: A test whose job never finishes fails here instead of waiting forever.
+        self.max_describes = 300
 
     @property
     def backend(self) -> SageMakerModelBackend:
@@ -142,6 +144,7 @@ class MotoJobs:
 
         A dict is passed to :meth:`set`; an exception is raised as the service's answer (use
         :func:`throttling` for a throttling error). Once the steps run out the job stays as it is.
+        Steps wait for the job to exist, so a script can be set up before the job is created.
         """
         self.scripts[name] = [self._step(name, step) for step in steps]
 
@@ -174,8 +177,10 @@ class MotoJobs:
 
         def describe(self: SageMakerModelBackend, training_job_name: str) -> Any:
             jobs.calls["DescribeTrainingJob"] += 1
+            if jobs.calls["DescribeTrainingJob"] > jobs.max_describes:
+                raise RuntimeError(f"more than {jobs.max_describes} DescribeTrainingJob calls: runaway wait")
             steps = jobs.scripts.get(training_job_name)
-            if steps:
+            if steps and training_job_name in self.training_jobs:  # not for a find-before-create
                 steps.pop(0)()
             return original_describe(self, training_job_name)
 

@@ -1,0 +1,349 @@
+"""HeteroTrainingOperator: submit a (heterogeneous) SageMaker training job once, wait, fail clearly.
+
+* ``job`` is a :class:`~airflow_hetero.spec.HeteroTrainingJob`, a dict, or a YAML/JSON file path
+  relative to the DAG file. Every string in it may use Jinja; it is validated after rendering.
+* The job name is derived from ``base_job_name`` and a stable hash of dag_id, task_id, run_id and
+  map index, so a retry of the task instance finds the job its earlier try started: a running
+  job is re-attached, a completed one returns its result, a failed or stopped one is followed by
+  a new job with a fresh suffix. One CreateTrainingJob per logical attempt, never two.
+* Waiting: synchronous (one DescribeTrainingJob per ``check_interval``, every SecondaryStatus
+  transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
+  deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
+
+Importing this module loads nothing beyond ``airflow.sdk``: spec, request builder, boto3 and the
+Amazon provider are imported when the task runs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
+from airflow_hetero.links import SageMakerTrainingJobLink, TrainingJobLogsLink
+
+if TYPE_CHECKING:
+    from airflow_hetero._compat import Context
+    from airflow_hetero.hook import HeteroTrainingHook
+    from airflow_hetero.log_tail import LogTailer
+    from airflow_hetero.spec import HeteroTrainingJob
+
+OnExistingJob = Literal["reattach", "fail", "new"]
+_ON_EXISTING = ("reattach", "fail", "new")
+
+
+class HeteroTrainingOperator(BaseOperator):
+    """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
+
+    :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
+        paths resolve against the DAG file's folder). Templated, strings at any depth.
+    :param job_name: explicit job name (templated); default: derived per task instance.
+    :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
+    :param region_name: overrides the connection's region.
+    :param wait_for_completion: wait for the job to finish (else return once submitted).
+    :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
+    :param check_interval: seconds between status checks.
+    :param max_ingestion_time: stop the job and fail when it runs longer than this many seconds
+        after the task started waiting; None waits as long as the job may run.
+    :param print_log: stream the job's logs into the task log (synchronous wait).
+    :param fail_on_stopped: a Stopped job fails the task (default) or counts as success.
+    :param on_existing_job: when a job of this task instance already exists: ``"reattach"`` (wait
+        for it / return its result / replace a failed one), ``"fail"`` or ``"new"`` (always
+        submit another job under a fresh suffix).
+    """
+
+    template_fields: Sequence[str] = ("job", "job_name")
+    template_fields_renderers = {"job": "json"}
+    operator_extra_links = (SageMakerTrainingJobLink(), TrainingJobLogsLink())
+    ui_color = "#ede4ff"
+
+    def __init__(
+        self,
+        *,
+        job: HeteroTrainingJob | Mapping[str, Any] | str | os.PathLike[str],
+        job_name: str | None = None,
+        aws_conn_id: str | None = "aws_default",
+        region_name: str | None = None,
+        wait_for_completion: bool = True,
+        deferrable: bool | None = None,
+        check_interval: float = 30,
+        max_ingestion_time: float | None = None,
+        print_log: bool = True,
+        fail_on_stopped: bool = True,
+        on_existing_job: OnExistingJob = "reattach",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if on_existing_job not in _ON_EXISTING:
+            raise ValueError(f"on_existing_job must be one of {_ON_EXISTING}, got {on_existing_job!r}")
+        if check_interval <= 0:
+            raise ValueError(f"check_interval must be positive, got {check_interval}")
+        if hasattr(job, "model_dump"):  # a HeteroTrainingJob: a plain dict renders at any depth
+            job = job.model_dump(mode="json", exclude_unset=True)
+        elif isinstance(job, os.PathLike):
+            job = os.fspath(job)
+        self.job: Mapping[str, Any] | str = job
+        self.job_name = job_name
+        self.aws_conn_id = aws_conn_id
+        self.region_name = region_name
+        self.wait_for_completion = wait_for_completion
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.check_interval = check_interval
+        self.max_ingestion_time = max_ingestion_time
+        self.print_log = print_log
+        self.fail_on_stopped = fail_on_stopped
+        self.on_existing_job = on_existing_job
+        self.active_job_name: str | None = None  # the job on_kill stops
+
+    # -- pieces ------------------------------------------------------------------------------
+
+    def make_hook(self) -> HeteroTrainingHook:
+        """The AWS hook for this task's connection and region."""
+        from airflow_hetero.hook import HeteroTrainingHook
+
+        return HeteroTrainingHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name)
+
+    def base_dir(self) -> Path:
+        """The DAG file's folder: relative definition paths and source_dir resolve against it."""
+        fileloc = getattr(self.dag, "fileloc", None) if self.has_dag() else None  # type: ignore[no-untyped-call]
+        return Path(fileloc).resolve().parent if fileloc else Path.cwd()
+
+    def load_definition(self, context: Context) -> HeteroTrainingJob:
+        """The rendered definition, validated; definition errors fail without retries."""
+        from airflow_hetero.errors import JobDefinitionError
+        from airflow_hetero.spec import load_job, read_definition_file
+
+        try:
+            source = self.job
+            if isinstance(source, str):
+                path = Path(source)
+                data = read_definition_file(path if path.is_absolute() else self.base_dir() / path)
+                source = self.render_template(data, context)  # Jinja in every string of the file
+            return load_job(source)
+        except JobDefinitionError as err:
+            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
+
+    def candidate_names(self, job: HeteroTrainingJob, context: Context) -> Iterator[str]:
+        """Job names this task instance may use, in order: first try, then fresh suffixes."""
+        from airflow_hetero import naming
+        from airflow_hetero.request import base_job_name
+
+        if self.job_name:
+            for attempt in range(naming.MAX_ATTEMPT + 1):
+                name = self.job_name if attempt == 0 else f"{self.job_name}-{attempt}"
+                problem = naming.check_job_name(name)
+                if problem:
+                    raise AirflowFailException(f"job_name: {problem}")
+                yield name
+            return
+        ti: Any = context["ti"]
+        key = naming.stable_hash(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
+        base = base_job_name(job)
+        for attempt in range(naming.MAX_ATTEMPT + 1):
+            yield naming.derived_job_name(base, key, attempt)
+
+    def choose_job(
+        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, context: Context
+    ) -> tuple[str, dict[str, Any] | None]:
+        """The name to use and its existing job (to re-attach to), or None to submit a new one."""
+        from airflow_hetero.outcome import classify
+
+        for name in self.candidate_names(job, context):
+            existing = hook.find_training_job(name)
+            if existing is None:
+                return name, None
+            status = existing.get("TrainingJobStatus")
+            if self.on_existing_job == "fail":
+                raise AirflowFailException(f"Training job {name} already exists ({status}) and on_existing_job='fail'")
+            state = classify(existing)
+            if self.on_existing_job == "reattach" and state in ("running", "succeeded"):
+                self.log.info("Re-attaching to training job %s (%s), not submitting a new one", name, status)
+                return name, existing
+            self.log.info("Training job %s exists (%s); trying the next name", name, status)
+        raise AirflowFailException("Every job name for this task instance is taken")
+
+    def submit(self, hook: HeteroTrainingHook, job: HeteroTrainingJob, name: str, region: str) -> None:
+        """Package and upload a local source_dir, then send the one CreateTrainingJob."""
+        from airflow_hetero.errors import JobDefinitionError
+        from airflow_hetero.request import build_training_request
+        from airflow_hetero.source import (
+            SourceDirError,
+            package_source_dir,
+            source_upload_uri,
+            upload_extra_args,
+        )
+
+        try:
+            request = build_training_request(job, job_name=name, region=region)
+            upload_uri = source_upload_uri(job, name)
+            code = package_source_dir(job, base=self.base_dir()) if upload_uri else None
+        except (JobDefinitionError, SourceDirError) as err:
+            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
+        if upload_uri and code is not None:
+            hook.upload_bytes(code, upload_uri, upload_extra_args(job))
+            self.log.info("Uploaded training code (%d bytes) to %s", len(code), upload_uri)
+        self.active_job_name = name
+        answer = hook.create_training_job(request)
+        groups = ", ".join(
+            f"{g['InstanceGroupName']}={g['InstanceCount']}x{g['InstanceType']}"
+            for g in request["ResourceConfig"].get("InstanceGroups", [])
+        )
+        self.log.info("Submitted training job %s (%s) %s", name, answer.get("TrainingJobArn"), groups)
+
+    # -- execution ---------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Submit or re-attach, then wait (or defer) and return the result dict."""
+        from airflow_hetero.links import persist_job_links
+        from airflow_hetero.outcome import classify, resolve_outcome, result_dict
+
+        started = time.monotonic()
+        job = self.load_definition(context)
+        hook = self.make_hook()
+        region = hook.conn_region_name
+        name, describe = self.choose_job(hook, job, context)
+        self.active_job_name = name
+        if describe is None:
+            self.submit(hook, job, name, region)
+        persist_job_links(context, job_name=name, region=region)
+        if describe is not None and classify(describe) == "succeeded":
+            self.log.info("Training job %s already completed: returning its result", name)
+            return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
+        if not self.wait_for_completion:
+            return result_dict(describe or hook.describe_training_job(name))
+        if self.deferrable:
+            self.defer_wait(name)
+        return self.wait(hook, name, describe, started)
+
+    def defer_wait(self, name: str) -> None:
+        """Hand the wait to the triggerer (deadline: max_ingestion_time, else the job's limits)."""
+        from airflow_hetero.triggers import HeteroTrainingTrigger
+
+        deadline = None if self.max_ingestion_time is None else time.time() + self.max_ingestion_time
+        self.defer(
+            trigger=HeteroTrainingTrigger(
+                name,
+                aws_conn_id=self.aws_conn_id,
+                region_name=self.region_name,
+                poll_interval=float(self.check_interval),
+                deadline=deadline,
+                stop_on_kill=True,
+            ),
+            method_name="execute_complete",
+        )
+
+    def wait(
+        self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any] | None, started: float
+    ) -> dict[str, Any]:
+        """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
+        from airflow_hetero._retry import is_transient
+        from airflow_hetero.outcome import TrainingJobTimeoutError, classify, resolve_outcome
+
+        logged = 0  # SecondaryStatusTransitions already written to the task log
+        tailer: LogTailer | None = None
+        while True:
+            if describe is None:
+                try:
+                    describe = hook.describe_training_job(name)
+                except Exception as exc:
+                    if not is_transient(exc):
+                        raise
+                    self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
+            state = None
+            if describe is not None:
+                logged = self.log_transitions(name, describe, logged)
+                state = classify(describe)
+                if self.print_log and tailer is None:
+                    tailer = self.make_tailer(hook, name, describe)
+            if tailer is not None:
+                tailer = self.follow_logs(tailer, final=state not in (None, "running"))
+            if describe is not None and state != "running":
+                self.active_job_name = None
+                return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
+            if self.max_ingestion_time is not None and time.monotonic() - started > self.max_ingestion_time:
+                hook.stop_training_job(name)
+                raise TrainingJobTimeoutError(
+                    f"Training job {name} exceeded max_ingestion_time ({self.max_ingestion_time}s); "
+                    "it was asked to stop",
+                    job_name=name,
+                    status=str((describe or {}).get("TrainingJobStatus")),
+                )
+            time.sleep(self.check_interval)
+            describe = None
+
+    def log_transitions(self, name: str, describe: dict[str, Any], logged: int) -> int:
+        """Write each new SecondaryStatus transition once, with its StatusMessage."""
+        transitions = describe.get("SecondaryStatusTransitions") or []
+        for item in transitions[logged:]:
+            self.log.info("Training job %s: %s - %s", name, item.get("Status"), item.get("StatusMessage") or "")
+        return max(logged, len(transitions))
+
+    def make_tailer(self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any]) -> LogTailer:
+        """A log follower for every host of the job, prefixing lines with ``[group/host]``."""
+        from airflow_hetero.log_tail import LogsGroupResolver, LogTailer, expected_hosts
+
+        return LogTailer(
+            hook.logs_client,
+            name,
+            emit=lambda line: self.log.info("%s", line),
+            resolver=LogsGroupResolver(describe),
+            expected_hosts=expected_hosts(describe),
+            retry_policy=hook.retry_policy,
+        )
+
+    def follow_logs(self, tailer: LogTailer, *, final: bool) -> LogTailer | None:
+        """Print new log lines; logs are a convenience, so a persistent error only stops them."""
+        try:
+            if final:
+                tailer.flush()
+            else:
+                tailer.poll()
+        except Exception as exc:
+            self.log.warning("Stopped following the logs of %s: %s", tailer.job_name, exc)
+            return None
+        return tailer
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after deferral: same outcome rules and XCom as the synchronous wait."""
+        from airflow_hetero.outcome import outcome_from_event
+
+        self.active_job_name = str(event.get("job_name"))
+        hook = self.make_hook()
+        if self.print_log and event.get("status") == "done":
+            from airflow_hetero.log_tail import LogsGroupResolver, LogTailer
+
+            tailer = LogTailer(
+                hook.logs_client,
+                self.active_job_name,
+                emit=lambda line: self.log.info("%s", line),
+                resolver=LogsGroupResolver(),
+            )
+            try:
+                tailer.emit_tail()
+            except Exception as exc:
+                self.log.warning("Could not read the logs of %s: %s", self.active_job_name, exc)
+        timeout_message = (
+            f"exceeded max_ingestion_time ({self.max_ingestion_time}s)"
+            if self.max_ingestion_time is not None
+            else "did not finish within its MaxRuntime (+ MaxWait) plus margin"
+        )
+        result = outcome_from_event(
+            event,
+            describe=hook.describe_training_job,
+            stop=hook.stop_training_job,
+            fail_on_stopped=self.fail_on_stopped,
+            timeout_message=timeout_message,
+        )
+        self.active_job_name = None
+        return result
+
+    def on_kill(self) -> None:
+        """Stop the job this task started or re-attached to (a killed task must not leave it running)."""
+        name = self.active_job_name
+        if not name:
+            return
+        self.log.info("Task killed: stopping training job %s", name)
+        self.make_hook().stop_training_job(name)
