@@ -22,6 +22,7 @@ Run: ``python -m benchmarks.log_summary`` (``--events 100000`` for a quick run).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -37,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
-JOB = "bench-hetero-job"
 REGION = "us-east-1"
 #: Three groups, eight hosts; host numbers deliberately do not follow group order.
 LAYOUT: dict[str, tuple[str, list[str]]] = {
@@ -112,7 +112,7 @@ def _lines(host: str, group: str, count: int, rng: random.Random) -> list[str]:
     return out
 
 
-def populate(endpoint: str, total_events: int, seed: int = 0) -> dict[str, tuple[int, int]]:
+def populate(endpoint: str, job: str, total_events: int, seed: int = 0) -> dict[str, tuple[int, int]]:
     """Create the job and its streams; return stream -> (events, bytes)."""
     import boto3
 
@@ -120,7 +120,7 @@ def populate(endpoint: str, total_events: int, seed: int = 0) -> dict[str, tuple
     sagemaker = boto3.client("sagemaker", **kwargs)
     logs = boto3.client("logs", **kwargs)
     sagemaker.create_training_job(
-        TrainingJobName=JOB,
+        TrainingJobName=job,
         RoleArn="arn:aws:iam::123456789012:role/SageMakerRole",
         AlgorithmSpecification={"TrainingImage": "img", "TrainingInputMode": "File", "MetricDefinitions": METRICS},
         OutputDataConfig={"S3OutputPath": "s3://bucket/out"},
@@ -133,14 +133,15 @@ def populate(endpoint: str, total_events: int, seed: int = 0) -> dict[str, tuple
         },
         StoppingCondition={"MaxRuntimeInSeconds": 86400},
     )
-    logs.create_log_group(logGroupName=LOG_GROUP)
+    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+        logs.create_log_group(logGroupName=LOG_GROUP)  # a moto server in-process shares its state
     rng = random.Random(seed)
     hosts = [(h, g) for g, (_, hs) in LAYOUT.items() for h in hs]
     per_host = [total_events // len(hosts) + (1 if i < total_events % len(hosts) else 0) for i in range(len(hosts))]
     start = int(time.time() * 1000) - 3_600_000
     sizes: dict[str, tuple[int, int]] = {}
     for (host, group), count in zip(hosts, per_host, strict=True):
-        stream = f"{JOB}/{host}-1767225600"
+        stream = f"{job}/{host}-1767225600"
         logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
         lines = _lines(host, group, count, rng)
         size = 0
@@ -191,7 +192,7 @@ def _count_calls(client: Any, counts: dict[str, int]) -> None:
     client.meta.events.register("before-call.*.*", count)
 
 
-def run_reader(name: str, endpoint: str, workers: int) -> dict[str, Any]:
+def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, Any]:
     """Read the job's logs one way; return wall time, calls, memory, what was found."""
     import boto3
 
@@ -210,9 +211,9 @@ def run_reader(name: str, endpoint: str, workers: int) -> dict[str, Any]:
         _count_calls(logs_client, counts)
         base = _rss_mb()
         started = time.perf_counter()
-        streams = list_job_streams(logs_client, JOB)
+        streams = list_job_streams(logs_client, job)
         rules = LineRules.build(metric_definitions=METRICS)
-        accumulators = [StreamLog(s, host_from_stream(s, JOB), rules) for s in streams]
+        accumulators = [StreamLog(s, host_from_stream(s, job), rules) for s in streams]
         for index, event in hook.multi_stream_iter(LOG_GROUP, streams):
             accumulators[index].add(event["timestamp"], event["message"])
         result["events"] = sum(a.events for a in accumulators)
@@ -225,7 +226,7 @@ def run_reader(name: str, endpoint: str, workers: int) -> dict[str, Any]:
         _count_calls(clients["logs_client"], counts)
         base = _rss_mb()
         started = time.perf_counter()
-        summary = summarize_training_job(JOB, include_metrics=False, max_workers=workers, **clients)
+        summary = summarize_training_job(job, include_metrics=False, max_workers=workers, **clients)
         result["events"] = sum(g["events"] for g in summary["groups"].values())
         result["groups"] = {n: g["hosts"] for n, g in summary["groups"].items()}
         result["unmapped"] = summary["unmapped_hosts"]
@@ -242,7 +243,7 @@ def run_reader(name: str, endpoint: str, workers: int) -> dict[str, Any]:
             nonlocal total
             total += len(events)
 
-        for stream in list_job_streams(logs_client, JOB):
+        for stream in list_job_streams(logs_client, job):
             read_stream(logs_client, stream, sink)
         result["events"] = total
     result["seconds"] = time.perf_counter() - started
@@ -253,7 +254,7 @@ def run_reader(name: str, endpoint: str, workers: int) -> dict[str, Any]:
     return result
 
 
-def _spawn(name: str, endpoint: str, workers: int) -> dict[str, Any]:
+def _spawn(name: str, endpoint: str, job: str, workers: int) -> dict[str, Any]:
     proc = subprocess.run(
         [
             sys.executable,
@@ -263,6 +264,8 @@ def _spawn(name: str, endpoint: str, workers: int) -> dict[str, Any]:
             name,
             "--endpoint",
             endpoint,
+            "--job",
+            job,
             "--workers",
             str(workers),
         ],
@@ -306,7 +309,8 @@ def benchmark(
         host, port = server.get_host_and_port()
         endpoint = f"http://{host}:{port}"
         t0 = time.perf_counter()
-        sizes = populate(endpoint, events)
+        job = f"bench-hetero-{os.getpid()}-{int(time.time())}"  # unique: the server may hold other jobs
+        sizes = populate(endpoint, job, events)
         print(
             f"populated {sum(n for n, _ in sizes.values()):,} events in {len(sizes)} streams "
             f"({sum(b for _, b in sizes.values()) / 2**20:.1f} MB) in {time.perf_counter() - t0:.1f} s"
@@ -314,7 +318,7 @@ def benchmark(
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in readers}
         for _ in range(repeats):
             for name in readers:
-                runs[name].append(_spawn(name, endpoint, workers))
+                runs[name].append(_spawn(name, endpoint, job, workers))
     finally:
         server.stop()
     floor = minimum_calls(sizes)
@@ -383,9 +387,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readers", default=",".join(READERS), help=f"comma-separated subset of {', '.join(READERS)}")
     parser.add_argument("--reader", choices=READERS, help=argparse.SUPPRESS)
     parser.add_argument("--endpoint", help=argparse.SUPPRESS)
+    parser.add_argument("--job", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.reader:
-        result = run_reader(args.reader, args.endpoint, args.workers)
+        result = run_reader(args.reader, args.endpoint, args.job, args.workers)
         print(json.dumps(result, default=str))
         return 0
     readers = tuple(name.strip() for name in args.readers.split(",") if name.strip())
