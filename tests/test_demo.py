@@ -1,0 +1,49 @@
+"""The example retraining DAG end to end under dag.test(), against the offline endpoint (make demo)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_demo(workdir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "airflow_hetero.cli", "demo", "--workdir", str(workdir), *extra],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_demo_runs_the_example_dag_and_prints_the_group_table(tmp_path: Path) -> None:
+    proc = run_demo(tmp_path / "demo")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "==> task states: gate=success, submit=success, summarize=success, wait=success" in out
+    table = out.split("==> per-group summary", 1)[1]
+    rows = {
+        line.split()[0]: line.split() for line in table.splitlines() if line.startswith(("data_group", "train_group"))
+    }
+    assert rows["data_group"][1:3] == ["ml.c5.xlarge", "2"]
+    assert rows["train_group"][1:3] == ["ml.g5.xlarge", "1"]
+    assert "train_group: train:loss last=" in table
+    assert "==> demo succeeded" in out
+
+
+def test_demo_fails_clearly_when_the_gate_rejects_the_model(tmp_path: Path) -> None:
+    proc = run_demo(tmp_path / "demo", "--max-final-loss", "1e-12")
+    assert proc.returncode == 1
+    assert "gate=failed" in proc.stdout
+    assert "model rejected: final train:loss" in proc.stdout + proc.stderr
+    assert "demo: the DAG run ended failed. Look at the task logs above" in proc.stderr
