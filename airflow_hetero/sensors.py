@@ -27,6 +27,8 @@ class HeteroTrainingSensor(BaseSensorOperator):
         ``"{{ ti.xcom_pull('train')['training_job_name'] }}"``.
     :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
     :param region_name: overrides the connection's region.
+    :param verify: TLS certificate verification for AWS calls (False, or a CA bundle path).
+    :param botocore_config: ``botocore.config.Config`` options as a dict (retries, timeouts, proxies).
     :param fail_on_stopped: a Stopped job fails the task (default) or counts as done.
     :param print_log: when the job has finished, print the last ``log_tail_lines`` lines of
         every host, prefixed ``[group/host]``.
@@ -43,6 +45,8 @@ class HeteroTrainingSensor(BaseSensorOperator):
         job_name: str,
         aws_conn_id: str | None = "aws_default",
         region_name: str | None = None,
+        verify: bool | str | None = None,
+        botocore_config: dict[str, Any] | None = None,
         fail_on_stopped: bool = True,
         print_log: bool = False,
         log_tail_lines: int = 50,
@@ -53,6 +57,8 @@ class HeteroTrainingSensor(BaseSensorOperator):
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
         self.region_name = region_name
+        self.verify = verify
+        self.botocore_config = botocore_config
         self.fail_on_stopped = fail_on_stopped
         self.print_log = print_log
         self.log_tail_lines = log_tail_lines
@@ -62,7 +68,12 @@ class HeteroTrainingSensor(BaseSensorOperator):
         """A fresh hook (no state survives between pokes)."""
         from airflow_hetero.hook import HeteroTrainingHook
 
-        return HeteroTrainingHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name)
+        return HeteroTrainingHook(
+            aws_conn_id=self.aws_conn_id,
+            region_name=self.region_name,
+            verify=self.verify,
+            config=self.botocore_config,
+        )
 
     def execute(self, context: Context) -> Any:
         """Poke/reschedule as usual, or defer to the trigger when ``deferrable``."""
@@ -78,6 +89,8 @@ class HeteroTrainingSensor(BaseSensorOperator):
                 self.job_name,
                 aws_conn_id=self.aws_conn_id,
                 region_name=self.region_name,
+                verify=self.verify,
+                botocore_config=self.botocore_config,
                 poll_interval=float(self.poke_interval),
                 deadline=time.time() + float(self.timeout),
             ),
@@ -109,9 +122,7 @@ class HeteroTrainingSensor(BaseSensorOperator):
             return PokeReturnValue(is_done=False)
         if self.print_log:
             self._print_tail(hook, describe)
-        return PokeReturnValue(
-            is_done=True, xcom_value=resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
-        )
+        return PokeReturnValue(is_done=True, xcom_value=resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped))
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as a poke."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -78,12 +79,14 @@ def server_error() -> JsonRESTError:
 
 @contextmanager
 def moto_server() -> Iterator[str]:
-    """A moto server on a free local port; yields its URL."""
+    """A moto server on a free local port, with moto's (process-wide) state reset; yields its URL."""
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST")).close()
     try:
-        yield f"http://{host}:{port}"
+        yield url
     finally:
         server.stop()
 
@@ -102,6 +105,8 @@ class MotoJobs:
         self.calls: Counter[str] = Counter()
         #: Per job, a list of callables run (and popped) one per DescribeTrainingJob.
         self.scripts: dict[str, list[Callable[[], None]]] = {}
+        #: Steps scripted for every job created without a script of its own (names unknown ahead).
+        self.every_job: list[dict[str, Any] | Exception] = []
         #: A test whose job never finishes fails here instead of waiting forever.
         self.max_describes = 300
 
@@ -173,7 +178,10 @@ class MotoJobs:
 
         def create(self: SageMakerModelBackend, *args: Any, **kwargs: Any) -> Any:
             jobs.calls["CreateTrainingJob"] += 1
-            return original_create(self, *args, **kwargs)
+            job = original_create(self, *args, **kwargs)
+            if jobs.every_job and job.training_job_name not in jobs.scripts:
+                jobs.script(job.training_job_name, *jobs.every_job)
+            return job
 
         def describe(self: SageMakerModelBackend, training_job_name: str) -> Any:
             jobs.calls["DescribeTrainingJob"] += 1

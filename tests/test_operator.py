@@ -381,3 +381,14 @@ def test_execute_complete_timeout_stops_the_job(jobs: MotoJobs) -> None:
     with pytest.raises(TrainingJobTimeoutError, match="max_ingestion_time"):
         operator(max_ingestion_time=60).execute_complete(context(), {"status": "timeout", "job_name": name})
     assert jobs.job(name).training_job_status == "Stopping"
+
+
+def test_verify_and_botocore_config_reach_hook_and_trigger(jobs: MotoJobs) -> None:
+    config = {"retries": {"mode": "standard", "max_attempts": 7}, "connect_timeout": 5}
+    op = operator(deferrable=True, verify=False, botocore_config=config)
+    hook = op.make_hook()
+    assert hook.verify is False and hook.config.connect_timeout == 5
+    assert hook.conn.meta.config.retries["total_max_attempts"] == 8  # 7 retries + the first call
+    with pytest.raises(TaskDeferred) as info:
+        op.execute(context())
+    assert (info.value.trigger.verify, info.value.trigger.botocore_config) == (False, config)

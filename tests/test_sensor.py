@@ -190,3 +190,13 @@ def test_print_log_prints_every_host_with_its_group(jobs: MotoJobs) -> None:
     text = logged.text()
     assert "[dnn_group/algo-1] epoch 1 loss 0.5" in text
     assert "[data_group/algo-2] served 100 batches" in text
+
+
+def test_verify_and_botocore_config_reach_hook_and_trigger(jobs: MotoJobs) -> None:
+    submit("sense-config")
+    config = {"connect_timeout": 5}
+    s = sensor("sense-config", deferrable=True, verify=False, botocore_config=config)
+    assert s.make_hook().config.connect_timeout == 5 and s.make_hook().verify is False
+    with pytest.raises(TaskDeferred) as info:
+        s.execute(context())
+    assert (info.value.trigger.verify, info.value.trigger.botocore_config) == (False, config)

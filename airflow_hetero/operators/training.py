@@ -43,6 +43,8 @@ class HeteroTrainingOperator(BaseOperator):
     :param job_name: explicit job name (templated); default: derived per task instance.
     :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
     :param region_name: overrides the connection's region.
+    :param verify: TLS certificate verification for AWS calls (False, or a CA bundle path).
+    :param botocore_config: ``botocore.config.Config`` options as a dict (retries, timeouts, proxies).
     :param wait_for_completion: wait for the job to finish (else return once submitted).
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
     :param check_interval: seconds between status checks.
@@ -67,6 +69,8 @@ class HeteroTrainingOperator(BaseOperator):
         job_name: str | None = None,
         aws_conn_id: str | None = "aws_default",
         region_name: str | None = None,
+        verify: bool | str | None = None,
+        botocore_config: dict[str, Any] | None = None,
         wait_for_completion: bool = True,
         deferrable: bool | None = None,
         check_interval: float = 30,
@@ -89,6 +93,8 @@ class HeteroTrainingOperator(BaseOperator):
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
         self.region_name = region_name
+        self.verify = verify
+        self.botocore_config = botocore_config
         self.wait_for_completion = wait_for_completion
         self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.check_interval = check_interval
@@ -104,7 +110,12 @@ class HeteroTrainingOperator(BaseOperator):
         """The AWS hook for this task's connection and region."""
         from airflow_hetero.hook import HeteroTrainingHook
 
-        return HeteroTrainingHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name)
+        return HeteroTrainingHook(
+            aws_conn_id=self.aws_conn_id,
+            region_name=self.region_name,
+            verify=self.verify,
+            config=self.botocore_config,
+        )
 
     def base_dir(self) -> Path:
         """The DAG file's folder: relative definition paths and source_dir resolve against it."""
@@ -228,6 +239,8 @@ class HeteroTrainingOperator(BaseOperator):
                 name,
                 aws_conn_id=self.aws_conn_id,
                 region_name=self.region_name,
+                verify=self.verify,
+                botocore_config=self.botocore_config,
                 poll_interval=float(self.check_interval),
                 deadline=deadline,
                 stop_on_kill=True,

@@ -1,0 +1,48 @@
+"""The operator, sensor and migration pages' code runs: every Python block parses into DAGs/tasks,
+and every job definition in them (YAML blocks and dicts given to the operator) is valid."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from airflow_hetero.operators import HeteroTrainingOperator
+from airflow_hetero.spec import load_job
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+PAGES = ["operator.md", "sensor.md", "migration.md"]
+BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def blocks(page: str, language: str) -> list[str]:
+    return [body for lang, body in BLOCK.findall((DOCS / page).read_text()) if lang == language]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_python_blocks_run_and_their_definitions_are_valid(page: str) -> None:
+    code = blocks(page, "python")
+    assert code, f"{page} has no Python snippets"
+    operators = 0
+    for body in code:
+        namespace: dict[str, Any] = {"__name__": f"docs_{page}"}
+        exec(compile(body, f"{page} snippet", "exec"), namespace)
+        tasks = [v for v in namespace.values() if hasattr(v, "task_id")]
+        for dag in (v for v in namespace.values() if hasattr(v, "task_dict")):
+            tasks.extend(dag.task_dict.values())
+        for task in tasks:
+            if isinstance(task, HeteroTrainingOperator) and isinstance(task.job, dict):
+                load_job(task.job)
+                operators += 1
+    if page != "sensor.md":
+        assert operators, f"{page}: no HeteroTrainingOperator with an inline definition was checked"
+
+
+def test_yaml_definitions_on_the_operator_page_are_valid() -> None:
+    definitions = [yaml.safe_load(b) for b in blocks("operator.md", "yaml")]
+    assert definitions
+    for definition in definitions:
+        load_job(definition)
