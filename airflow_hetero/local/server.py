@@ -66,10 +66,17 @@ class LocalEndpoint:
         """Bind, start serving in a background thread, and return self."""
         if self._server is not None:
             return self
-        from werkzeug.serving import make_server
+        try:
+            from werkzeug.serving import make_server
 
-        from airflow_hetero.local.app import EndpointApp, moto_app
-        from airflow_hetero.local.service import TrainingService
+            from airflow_hetero.local.app import EndpointApp, moto_app
+            from airflow_hetero.local.service import TrainingService
+
+            fallback = moto_app()
+        except ImportError as exc:
+            raise RuntimeError(
+                f"The local endpoint needs moto's server extra ({exc}); install it with: pip install 'moto[server]'"
+            ) from exc
 
         if self._workdir_arg is None:
             self._workdir = Path(tempfile.mkdtemp(prefix="airflow-hetero-local-"))
@@ -77,7 +84,7 @@ class LocalEndpoint:
             self._workdir = self._workdir_arg
             self._workdir.mkdir(parents=True, exist_ok=True)
         self.service = TrainingService(self._workdir, seed=self.seed, options=self.options)
-        app = EndpointApp(self.service, moto_app())
+        app = EndpointApp(self.service, fallback)
         self._server = make_server(self.host, self._port, app, threaded=True, request_handler=_QuietHandler())
         self.service.attach(self.url)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-endpoint", daemon=True)
