@@ -3,7 +3,9 @@
 Every host runs in a new session so that stopping the job can signal the whole process group
 (the entry point and anything it spawned): SIGTERM first, as SageMaker does, SIGKILL after a grace
 period. Output is read line by line from both pipes into the host's log file and the log shipper;
-the last stderr lines are kept for the job's FailureReason.
+the last stderr lines are kept for the job's FailureReason. The main process is reaped with
+``wait4`` so that the kernel's account of its CPU time is kept as :class:`HostUsage`: a host
+that lives shorter than one metrics interval still gets a CPU figure.
 """
 
 from __future__ import annotations
@@ -16,11 +18,25 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 LineSink = Callable[[str, int], None]
 """Receives each output line and its timestamp in milliseconds."""
+
+
+@dataclass(frozen=True)
+class HostUsage:
+    """The kernel's account of a host's main process and its reaped descendants, taken when reaped.
+
+    (No peak memory: Linux's ``ru_maxrss`` of a child carries its parent's over fork and exec.)
+    """
+
+    cpu_seconds: float
+    """User plus system CPU time of the whole run."""
+    ended: float
+    """Epoch seconds when it ended (its output closed, or when it was reaped)."""
 
 
 class HostProcess:
@@ -39,7 +55,10 @@ class HostProcess:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
         self._output_tail: collections.deque[str] = collections.deque(maxlen=20)
         self._readers: list[threading.Thread] = []
+        self._output_closed: list[float] = []
         self.proc: subprocess.Popen[bytes] | None = None
+        self.usage: HostUsage | None = None
+        """Set once the main process has been reaped (None while it runs)."""
 
     def write_line(self, line: str, timestamp_ms: int | None = None) -> None:
         """Record a line as host output (log file and log stream), e.g. the start-up banner."""
@@ -75,6 +94,7 @@ class HostProcess:
                 self._output_tail.append(line)
             self.write_line(line)
         stream.close()
+        self._output_closed.append(time.time())
 
     @property
     def pid(self) -> int:
@@ -84,7 +104,40 @@ class HostProcess:
 
     def poll(self) -> int | None:
         """Exit code of the main process, or None while it runs."""
-        return self.proc.poll() if self.proc is not None else None
+        if self.proc is None:
+            return None
+        self._reap(block=False)
+        return self.proc.returncode
+
+    def _reap(self, *, block: bool) -> None:
+        """Reap the main process with ``wait4`` (keeping its :class:`HostUsage`) once it has exited.
+
+        The exit code goes to ``Popen.returncode``, so Popen's own ``poll``/``wait`` see it.
+        """
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            pid, status, rusage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere; Popen reports what it can
+            proc.poll()
+            return
+        if pid == 0:
+            return
+        now = time.time()
+        # Both pipes closed (usually at exit) is a closer end than the reaping, up to a poll later.
+        ended = min(now, max(self._output_closed)) if len(self._output_closed) == len(self._readers) > 0 else now
+        self.usage = HostUsage(cpu_seconds=rusage.ru_utime + rusage.ru_stime, ended=ended)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+
+    def _wait(self, timeout: float) -> None:
+        """Reap the main process if it exits within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(0.02, left))
 
     def error_tail(self, count: int = 5) -> list[str]:
         """The last non-empty stderr lines (stdout's when stderr stayed silent)."""
@@ -102,12 +155,11 @@ class HostProcess:
         """SIGTERM the group, SIGKILL it after ``grace`` seconds, reap the process, drain the pipes."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
+        if self.poll() is None:
             self.signal_group(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=grace)
+            self._wait(grace)
         self.signal_group(signal.SIGKILL)  # children left behind by an exited leader, too
-        self.proc.wait()
+        self._reap(block=True)
         self.join_output()
 
     def join_output(self, timeout: float = 5.0) -> None:

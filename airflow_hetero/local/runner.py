@@ -187,8 +187,10 @@ class JobRunner:
             self._start_hosts(record, program, shipper, sampler)
             failed = self._supervise(sampler)
         finally:
-            sampler.close()
             self._terminate_all()
+            for name, proc in self._procs.items():  # last figures of the hosts terminated just now
+                sampler.finish(name, proc.usage)
+            sampler.close()
             shipper.close()
         if failed is not None:
             host, code = failed
@@ -278,11 +280,13 @@ class JobRunner:
     def _supervise(self, sampler: MetricsSampler) -> tuple[Host, int] | None:
         """Wait for the hosts; return (host, code) of the first failed host, None when all succeeded."""
         hosts = {h.name: h for h in self._cluster.hosts}
+        ended: set[str] = set()
         while True:
             codes = {name: proc.poll() for name, proc in self._procs.items()}
             for name, code in codes.items():
-                if code is not None:
-                    sampler.unwatch(name)
+                if code is not None and name not in ended:
+                    ended.add(name)
+                    sampler.finish(name, self._procs[name].usage)
             failed = [(hosts[n], c) for n, c in codes.items() if c is not None and c != 0]
             if failed:
                 return min(failed, key=lambda item: item[0].number)

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from airflow_hetero.local.logship import LOG_GROUP, LogShipper, stream_name
-from airflow_hetero.local.metrics import NAMESPACE, MetricsSampler
+from airflow_hetero.local.metrics import FIRST_FIGURE_AFTER, MIN_FINAL_SPAN, NAMESPACE, MetricsSampler
+from airflow_hetero.local.process import HostProcess, HostUsage
 
 
 class _Recorder:
@@ -38,9 +45,8 @@ def test_sampler_measures_a_busy_host_and_its_children() -> None:
         cloudwatch = _Recorder()
         sampler = MetricsSampler(cloudwatch, "job-1", interval=60)
         sampler.watch("algo-2", proc.pid)
-        sampler.sample()  # primes the CPU counters
         time.sleep(0.3)
-        sampler.sample()  # the spinning child is found and primed
+        sampler.sample()  # the spinning child is found
         time.sleep(0.6)
         figures = sampler.sample()
         cpu, memory = figures["algo-2"]
@@ -89,3 +95,158 @@ def test_shipper_splits_large_batches() -> None:
     puts = [call for name, call in logs.calls if name == "put_log_events"]
     assert [len(p["logEvents"]) for p in puts] == [10_000, 10_000, 5_000]
     assert puts[2]["logEvents"][-1]["message"] == "line 24999"
+
+
+SPIN = "import time\nt = time.time()\nwhile time.time() - t < {seconds}: pass\n"
+
+
+def _puts(cloudwatch: _Recorder) -> list[dict[str, float]]:
+    """Each put_metric_data call as metric name -> value (one host per call in these tests)."""
+    return [{d["MetricName"]: d["Value"] for d in call["MetricData"]} for name, call in cloudwatch.calls]
+
+
+def _stamps(cloudwatch: _Recorder) -> list[float]:
+    return [call["MetricData"][0]["Timestamp"] for _, call in cloudwatch.calls]
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[Any]:
+    """Make HostProcess objects in tmp_path; every one still running at the end is killed."""
+    made: list[HostProcess] = []
+
+    def make(code: str, name: str = "algo-1") -> HostProcess:
+        proc = HostProcess(
+            name,
+            [sys.executable, "-c", code],
+            env=dict(os.environ),
+            cwd=tmp_path,
+            log_file=tmp_path / f"{name}.log",
+            sink=lambda line, stamp: None,
+        )
+        made.append(proc)
+        return proc
+
+    yield make
+    for proc in made:
+        proc.terminate(0.1)
+
+
+def _wait_exit(proc: HostProcess, timeout: float = 20.0) -> int:
+    deadline = time.monotonic() + timeout
+    while (code := proc.poll()) is None:
+        assert time.monotonic() < deadline, "host did not exit"
+        time.sleep(0.02)
+    return code
+
+
+def test_first_figure_is_the_cpu_since_start_not_a_priming_zero() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", SPIN.format(seconds=30)], start_new_session=True)
+    try:
+        sampler = MetricsSampler(_Recorder(), "job-1", interval=60)
+        sampler.watch("algo-1", proc.pid)
+        time.sleep(0.5)
+        cpu, memory = sampler.sample()["algo-1"]
+        assert cpu > 20  # spinning since it started (the old sampler's first figure was 0.0)
+        assert memory is not None and memory > 0
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_host_shorter_than_the_interval_gets_a_first_and_a_last_figure(host: Any) -> None:
+    cloudwatch = _Recorder()
+    sampler = MetricsSampler(cloudwatch, "job-1", interval=60)  # no interval figure while it runs
+    sampler.start()
+    proc = host(SPIN.format(seconds=0.6))
+    started = time.time()
+    sampler.watch("algo-1", proc.start())
+    assert _wait_exit(proc) == 0
+    usage = proc.usage
+    assert usage is not None and started <= usage.ended <= time.time()
+    assert usage.cpu_seconds > 0.1
+    sampler.finish("algo-1", usage)
+    sampler.close()
+    first, last = _puts(cloudwatch)
+    assert set(first) == {"CPUUtilization", "MemoryUtilization"} and first["MemoryUtilization"] > 0
+    assert set(last) == {"CPUUtilization"}  # the kernel's account has no trustworthy peak memory
+    assert first["CPUUtilization"] > 20 and last["CPUUtilization"] > 20
+    first_at, last_at = _stamps(cloudwatch)
+    assert first_at - started >= FIRST_FIGURE_AFTER - 0.05 and last_at == usage.ended
+
+
+def test_host_ending_before_its_first_figure_reports_cpu_only(host: Any) -> None:
+    cloudwatch = _Recorder()
+    sampler = MetricsSampler(cloudwatch, "job-1", interval=60)
+    proc = host("pass")
+    sampler.watch("algo-1", proc.start())
+    # not polled yet: the exited host stays a zombie, as between two polls of the runner
+    deadline = time.monotonic() + 20
+    while _status(proc.pid) != "zombie":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert sampler.sample() == {}  # an exited (unreaped) host gives no figure: it has no memory left
+    assert _wait_exit(proc) == 0
+    sampler.finish("algo-1", proc.usage)
+    ((figure,),) = [_puts(cloudwatch)]
+    assert set(figure) == {"CPUUtilization"} and figure["CPUUtilization"] >= 0
+    sampler.finish("algo-1", proc.usage)  # only once
+    assert len(cloudwatch.calls) == 1
+
+
+def _status(pid: int) -> str:
+    import psutil
+
+    return str(psutil.Process(pid).status())
+
+
+def test_finish_without_usage_or_right_after_a_figure_puts_nothing(host: Any) -> None:
+    cloudwatch = _Recorder()
+    sampler = MetricsSampler(cloudwatch, "job-1", interval=60)
+    proc = host("import time; time.sleep(30)")
+    sampler.watch("algo-1", proc.start())
+    sampler.watch("algo-2", proc.pid)
+    sampler.finish("algo-1", None)  # reaped elsewhere: no account, no figure
+    sampler.finish("algo-9", HostUsage(cpu_seconds=1.0, ended=time.time()))  # never watched
+    assert cloudwatch.calls == []
+    time.sleep(0.2)
+    figures = sampler.sample()
+    assert set(figures) == {"algo-2"}  # algo-1 is no longer watched
+    sampler.publish(figures)
+    sampler.finish("algo-2", HostUsage(cpu_seconds=1.0, ended=time.time() + MIN_FINAL_SPAN / 2))
+    assert len(cloudwatch.calls) == 1  # a last figure over a few ms would be noise
+
+
+def test_a_failing_cloudwatch_does_not_stop_the_sampler(caplog: pytest.LogCaptureFixture) -> None:
+    class Broken:
+        def put_metric_data(self, **kwargs: Any) -> None:
+            raise RuntimeError("endpoint gone")
+
+    sampler = MetricsSampler(Broken(), "job-1", interval=60)
+    sampler.publish({"algo-1": (50.0, None)})
+    assert "could not put metrics for job-1" in caplog.text
+
+
+def test_host_process_keeps_the_exit_code_and_usage_of_every_ending(host: Any) -> None:
+    failing = host("import sys; sys.exit(3)")
+    failing.start()
+    assert _wait_exit(failing) == 3 and failing.usage is not None
+    assert failing.proc.wait() == 3  # Popen sees the code wait4 collected
+
+    stopped = host("import time; time.sleep(30)", name="algo-2")
+    stopped.start()
+    time.sleep(0.2)
+    stopped.terminate(grace=5.0)
+    assert stopped.poll() == -signal.SIGTERM and stopped.usage is not None
+
+    stubborn = host(
+        "import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
+        "time.sleep(30)",
+        name="algo-3",
+    )
+    stubborn.start()
+    deadline = time.monotonic() + 20
+    while not stubborn.error_tail():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    stubborn.terminate(grace=0.2)
+    assert stubborn.poll() == -signal.SIGKILL and stubborn.usage is not None
