@@ -133,11 +133,40 @@ def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCO
     )
 
 
+_UTIL_KEYS = ("cpu", "memory", "gpu", "gpu_memory")
+
+
+def _percent(value: float | None) -> str:
+    """A utilisation percentage, with enough digits that a small one does not read as 0."""
+    if value is None:
+        return "-"
+    if value == 0 or abs(value) >= 10:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if abs(value) >= 1 else f"{value:.2g}"
+
+
 def _util(value: dict[str, Any] | None) -> str:
     if not value:
         return "-"
-    avg, peak = value.get("avg"), value.get("max")
-    return f"{'-' if avg is None else f'{avg:.0f}'}/{'-' if peak is None else f'{peak:.0f}'}"
+    return f"{_percent(value.get('avg'))}/{_percent(value.get('max'))}"
+
+
+def _utilization_note(groups: list[dict[str, Any]]) -> str | None:
+    """What a '-' in the utilisation columns means: not read, or no datapoints (GPU: none locally)."""
+    utils = [group.get("utilization") for group in groups]
+    if not utils:
+        return None
+    if all(util is None for util in utils):
+        return "utilisation: not read (include_metrics=False)"
+    if all(util is not None and util.get(key) for util in utils for key in _UTIL_KEYS):
+        return None
+    note = "utilisation: avg/max percent over the training window; '-' = no CloudWatch datapoints for the group"
+    if not any(util and (util.get("gpu") or util.get("gpu_memory")) for util in utils):
+        note += (
+            ". No GPU datapoints for any group: SageMaker publishes GPU metrics only for GPU instances,"
+            " and local runs (the offline endpoint) have no GPUs"
+        )
+    return note
 
 
 def format_table(summary: dict[str, Any]) -> str:
@@ -180,12 +209,15 @@ def format_table(summary: dict[str, Any]) -> str:
                 str(group.get("events", 0)),
                 str(group.get("errors", 0)),
                 str(group.get("warnings", 0)),
-                *(_util(util.get(key)) for key in ("cpu", "memory", "gpu", "gpu_memory")),
+                *(_util(util.get(key)) for key in _UTIL_KEYS),
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    note = _utilization_note(list(summary.get("groups", {}).values()))
+    if note:
+        lines.append(note)
     for name, group in sections:
         for metric, value in (group.get("metrics") or {}).items():
             lines.append(

@@ -10,6 +10,7 @@ import pytest
 from airflow_hetero.logs import LineRules, StreamLog
 from airflow_hetero.runtime import format_marker
 from airflow_hetero.summary import (
+    UTILIZATION_METRICS,
     aggregate_utilization,
     build_summary,
     instance_seconds,
@@ -208,3 +209,42 @@ def test_format_table_shows_groups_metrics_and_errors() -> None:
     assert "40/80" in dnn_row
     assert "dnn: train:loss last=0.2 best=0.2 (min, 5 values)" in table
     assert "[algo-1] ERROR algo-1 failure number 0" in table
+
+
+def _table_rows(table: str) -> dict[str, list[str]]:
+    return {line.split()[0]: line.split() for line in table.splitlines() if line.startswith(("data ", "dnn "))}
+
+
+def test_format_table_utilisation_cells_and_what_a_dash_means() -> None:
+    at = START.timestamp() + 60
+    cpu_and_memory = {
+        host: {"CPUUtilization": [(at, 5.5, 7.25)], "MemoryUtilization": [(at, 0.044, 0.052)]}
+        for host in ("algo-1", "algo-2", "algo-3")
+    }
+    table = format_table(build_summary("job", DESCRIBE, make_logs(), datapoints=cpu_and_memory))
+    rows = _table_rows(table)
+    # cpu, mem, gpu, gpu mem: small percentages keep their digits instead of reading as 0
+    assert rows["data"][-4:] == ["5.5/7.2", "0.04/0.05", "-", "-"]
+    assert rows["dnn"][-4:] == ["5.5/7.2", "0.04/0.05", "-", "-"]
+    note = next(line for line in table.splitlines() if line.startswith("utilisation:"))
+    assert "'-' = no CloudWatch datapoints for the group" in note
+    assert "No GPU datapoints for any group" in note and "have no GPUs" in note
+
+    # GPU data for one group only: the legend stays, the no-GPU explanation goes.
+    with_gpu = {**cpu_and_memory, "algo-1": {**cpu_and_memory["algo-1"], "GPUUtilization": [(at, 40.0, 80.0)]}}
+    table = format_table(build_summary("job", DESCRIBE, make_logs(), datapoints=with_gpu))
+    assert _table_rows(table)["dnn"][-4:] == ["5.5/7.2", "0.04/0.05", "40/80", "-"]
+    assert "utilisation: avg/max" in table and "No GPU datapoints" not in table
+
+    # Everything present: no note at all.
+    full = {
+        host: {metric: [(at, 12.0, 12.0)] for metric in UTILIZATION_METRICS} for host in ("algo-1", "algo-2", "algo-3")
+    }
+    table = format_table(build_summary("job", DESCRIBE, make_logs(), datapoints=full))
+    assert _table_rows(table)["data"][-4:] == ["12/12", "12/12", "12/12", "12/12"]
+    assert "utilisation:" not in table
+
+    # Metrics not read (include_metrics=False) is said as such, not left as a row of dashes.
+    table = format_table(build_summary("job", DESCRIBE, make_logs(), datapoints=None))
+    assert _table_rows(table)["data"][-4:] == ["-", "-", "-", "-"]
+    assert "utilisation: not read (include_metrics=False)" in table
