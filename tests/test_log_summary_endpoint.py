@@ -1,0 +1,331 @@
+"""The log summary end to end against the offline endpoint, with real jobs whose hosts really run.
+
+One :class:`LocalEndpoint` for the module; each job's training script uses the runtime helper
+(``run_by_group`` prints the marker), logs metric lines matching the job's MetricDefinitions and,
+on one data host, an error line. Expected groups come from the hosts' own ``resourceconfig.json``
+(the endpoint shuffles hosts into groups), never from host numbers. The endpoint samples metrics
+every 5 s, longer than these hosts live: utilisation must still be reported (the demo's old bug).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import tarfile
+import textwrap
+import time
+from collections.abc import Iterator
+from typing import Any
+from unittest.mock import MagicMock
+
+import pytest
+
+from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.log_summary import summarize_training_job
+from airflow_hetero.summary import natural_key
+from airflow_hetero.summary_limits import format_table
+
+pytestmark = pytest.mark.slow
+
+BUCKET = "log-summary-e2e"
+GROUPS = (("data_group", "ml.c5.xlarge", 2), ("dnn_group", "ml.p3.2xlarge", 1))
+METRIC_DEFINITIONS = [
+    {"Name": "train:loss", "Regex": r"loss=([0-9.]+)"},
+    {"Name": "train:acc", "Regex": r"acc=([0-9.]+)"},
+]
+#: (loss, acc) per epoch: the best loss (0.4) is not the last one (0.6).
+EPOCHS = [(0.9, 0.5), (0.4, 0.7), (0.6, 0.8)]
+SCRIPT = f"""
+import argparse
+import time
+
+from airflow_hetero import runtime
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--hold", type=float, default=0.0)
+parser.add_argument("--fail", type=int, default=0)
+args, _ = parser.parse_known_args()
+env = runtime.environment()
+
+
+def data():
+    print(f"{{env.current_host}}: serving shards", flush=True)
+    if env.current_host == env.current_instance_group_hosts[0]:
+        print(f"ERROR {{env.current_host}}: shard 2 failed its checksum, re-reading", flush=True)
+    time.sleep(0.5)  # serving; hosts that end within 0.1 s get no memory figure
+    print(f"{{env.current_host}}: done", flush=True)
+
+
+def train():
+    for epoch, (loss, acc) in enumerate({EPOCHS!r}, 1):
+        sum(i * i for i in range(200_000))  # some CPU per epoch
+        print(f"epoch={{epoch}} loss={{loss}} acc={{acc}}", flush=True)
+    if args.fail:
+        raise RuntimeError("NCCL error: unhandled system error")
+    if args.hold:
+        print("holding", flush=True)
+        time.sleep(args.hold)
+    print("model saved", flush=True)
+
+
+runtime.run_by_group({{"data_group": data, "dnn_group": train}}, env=env)
+"""
+_names = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
+    with LocalEndpoint(
+        workdir=tmp_path_factory.mktemp("endpoint"), stop_grace=1.0, metrics_interval=5.0, log_flush_interval=0.2
+    ) as ep:
+        s3 = ep.client("s3")
+        s3.create_bucket(Bucket=BUCKET)
+        s3.put_object(Bucket=BUCKET, Key="code/sourcedir.tar.gz", Body=_tarball({"train.py": SCRIPT}))
+        yield ep
+
+
+@pytest.fixture(scope="module")
+def clients(endpoint: LocalEndpoint) -> dict[str, Any]:
+    return {
+        "sagemaker_client": endpoint.client("sagemaker"),
+        "logs_client": endpoint.client("logs"),
+        "cloudwatch_client": endpoint.client("cloudwatch"),
+    }
+
+
+def _tarball(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = textwrap.dedent(text).encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _start_job(sm: Any, **hyperparameters: Any) -> str:
+    """CreateTrainingJob as the SDK sends it (hyperparameters JSON-encoded); returns the job name."""
+    name = f"summary-e2e-{int(time.time()) % 100000}-{next(_names)}"
+    hps = {key: json.dumps(value) for key, value in hyperparameters.items()}
+    hps.update(
+        {
+            "sagemaker_program": json.dumps("train.py"),
+            "sagemaker_submit_directory": json.dumps(f"s3://{BUCKET}/code/sourcedir.tar.gz"),
+            "sagemaker_container_log_level": "20",
+            "sagemaker_job_name": json.dumps(name),
+            "sagemaker_region": json.dumps("us-east-1"),
+        }
+    )
+    sm.create_training_job(
+        TrainingJobName=name,
+        RoleArn="arn:aws:iam::123456789012:role/SageMakerRole",
+        AlgorithmSpecification={
+            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.1-cpu-py310",
+            "TrainingInputMode": "File",
+            "MetricDefinitions": METRIC_DEFINITIONS,
+        },
+        HyperParameters=hps,
+        OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/output"},
+        ResourceConfig={
+            "InstanceGroups": [{"InstanceGroupName": g, "InstanceType": t, "InstanceCount": c} for g, t, c in GROUPS],
+            "VolumeSizeInGB": 30,
+        },
+        StoppingCondition={"MaxRuntimeInSeconds": 60},
+    )
+    return name
+
+
+def _wait(sm: Any, name: str, until: tuple[str, ...] = ("Completed", "Failed", "Stopped")) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while True:
+        described: dict[str, Any] = sm.describe_training_job(TrainingJobName=name)
+        if described["TrainingJobStatus"] in until:
+            return described
+        assert time.monotonic() < deadline, f"{name} is still {described['TrainingJobStatus']}"
+        time.sleep(0.05)
+
+
+def _layout(endpoint: LocalEndpoint, job: str) -> dict[str, list[str]]:
+    """Group -> hosts, from every host's own resourceconfig.json (they must agree)."""
+    configs = [
+        json.loads((path / "input/config/resourceconfig.json").read_text())
+        for path in (endpoint.job_dir(job) / "hosts").iterdir()
+    ]
+    layouts = [{g["instance_group_name"]: g["hosts"] for g in c["instance_groups"]} for c in configs]
+    assert all(layout == layouts[0] for layout in layouts)
+    for config in configs:
+        assert config["current_host"] in layouts[0][config["current_group_name"]]
+    return layouts[0]
+
+
+def _stream_events(logs: Any, job: str) -> dict[str, int]:
+    """Host -> number of events in its log stream, counted independently of the summariser."""
+    group = "/aws/sagemaker/TrainingJobs"
+    counts: dict[str, int] = {}
+    for stream in logs.describe_log_streams(logGroupName=group, logStreamNamePrefix=f"{job}/")["logStreams"]:
+        name, token, total = stream["logStreamName"], None, 0
+        while True:
+            kwargs = {"nextToken": token} if token else {}
+            page = logs.get_log_events(logGroupName=group, logStreamName=name, startFromHead=True, **kwargs)
+            total += len(page["events"])
+            if page["nextForwardToken"] == token:
+                break
+            token = page["nextForwardToken"]
+        counts[name.removeprefix(f"{job}/").rsplit("-", 1)[0]] = total
+    return counts
+
+
+@pytest.fixture(scope="module")
+def completed_job(endpoint: LocalEndpoint, clients: dict[str, Any]) -> str:
+    name = _start_job(clients["sagemaker_client"])
+    assert _wait(clients["sagemaker_client"], name)["TrainingJobStatus"] == "Completed"
+    return name
+
+
+def _check_groups(summary: dict[str, Any], layout: dict[str, list[str]]) -> None:
+    """Hosts per group as the endpoint assigned them, each mapped by its marker line."""
+    assert set(summary["groups"]) == set(layout)
+    for name, instance_type, count in GROUPS:
+        group = summary["groups"][name]
+        assert group["hosts"] == sorted(layout[name], key=natural_key)
+        assert group["instance_type"] == instance_type and group["instance_count"] == count
+        assert group["mapped_by"] == dict.fromkeys(layout[name], "marker")
+    assert summary["unmapped_hosts"] == [] and summary["unmapped"] is None
+    assert summary["problems"] == []
+
+
+def test_summary_of_a_completed_job(endpoint: LocalEndpoint, clients: dict[str, Any], completed_job: str) -> None:
+    summary = summarize_training_job(completed_job, **clients)
+    layout = _layout(endpoint, completed_job)
+    assert sorted(host for hosts in layout.values() for host in hosts) == ["algo-1", "algo-2", "algo-3"]
+    assert summary["training_job_name"] == completed_job
+    assert summary["status"] == "Completed" and summary["partial"] is False
+    assert [step["status"] for step in summary["timeline"]] == [
+        "Starting",
+        "Downloading",
+        "Training",
+        "Uploading",
+        "Completed",
+    ]
+    _check_groups(summary, layout)
+
+    events = _stream_events(clients["logs_client"], completed_job)
+    data, dnn = summary["groups"]["data_group"], summary["groups"]["dnn_group"]
+    for name, group in summary["groups"].items():
+        assert group["events"] == sum(events[host] for host in layout[name]) > 0
+        assert [s.removeprefix(f"{completed_job}/").rsplit("-", 1)[0] for s in group["log_streams"]] == group["hosts"]
+        assert set(group["tail"]) == set(group["hosts"])
+    for host in data["hosts"]:
+        assert data["tail"][host][-1] == f"{host}: done"
+    assert dnn["tail"][layout["dnn_group"][0]][-1] == "model saved"
+
+    # The error line of the data group's first host, attributed to it; nothing else counts.
+    first_data_host = layout["data_group"][0]
+    assert data["errors"] == 1 and dnn["errors"] == 0 and summary["errors"] == 1
+    ((sample,),) = [data["error_samples"]]
+    assert sample["host"] == first_data_host
+    assert sample["line"] == f"ERROR {first_data_host}: shard 2 failed its checksum, re-reading"
+    assert summary["warnings"] == 0
+
+    # The job's own MetricDefinitions, per group: last and best differ for the loss.
+    assert data["metrics"] == {}
+    assert dnn["metrics"] == {
+        "train:acc": {"last": 0.8, "best": 0.8, "goal": "max", "count": 3},
+        "train:loss": {"last": 0.6, "best": 0.4, "goal": "min", "count": 3},
+    }
+
+    # Hosts lived far less than the 5 s sampling interval, yet CPU and memory are reported.
+    for name, group in summary["groups"].items():
+        util = group["utilization"]
+        assert util["cpu"]["hosts"] == util["memory"]["hosts"] == len(layout[name])
+        assert util["cpu"]["max"] > 0 and util["memory"]["avg"] > 0
+        assert util["gpu"] is None and util["gpu_memory"] is None  # no GPUs locally
+    assert summary["api_calls"]["GetMetricData"] == 1
+
+    table = format_table(summary)
+    for line in table.splitlines():
+        if line.startswith(("data_group ", "dnn_group ")):
+            cells = line.split()
+            assert cells[-4] != "-" and cells[-3] != "-", line  # cpu, mem
+            assert cells[-2:] == ["-", "-"], line  # gpu, gpu mem
+    assert "local runs (the offline endpoint) have no GPUs" in table
+
+
+def test_operator_pushes_each_group_and_returns_the_summary(
+    endpoint: LocalEndpoint, completed_job: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", endpoint.airflow_connection_json())
+    ti = MagicMock()
+    operator = HeteroLogSummaryOperator(task_id="summarize", job_name=completed_job, tail_lines=2)
+    summary = operator.execute({"ti": ti})  # type: ignore[arg-type]
+
+    _check_groups(summary, _layout(endpoint, completed_job))
+    pushed = {call.kwargs["key"]: call.kwargs["value"] for call in ti.xcom_push.call_args_list}
+    assert pushed == {f"group_{name}": group for name, group in summary["groups"].items()}
+    assert all(len(lines) <= 2 for lines in pushed["group_data_group"]["tail"].values())
+    assert pushed["group_dnn_group"]["metrics"]["train:loss"]["best"] == 0.4
+    assert pushed["group_data_group"]["utilization"]["cpu"] is not None
+    json.dumps(summary)  # a plain, JSON-serialisable XCom value
+
+
+def test_summary_of_a_failed_job_names_the_host(endpoint: LocalEndpoint, clients: dict[str, Any]) -> None:
+    name = _start_job(clients["sagemaker_client"], fail=1)
+    assert _wait(clients["sagemaker_client"], name)["TrainingJobStatus"] == "Failed"
+    summary = summarize_training_job(name, **clients)
+    layout = _layout(endpoint, name)
+    _check_groups(summary, layout)
+    (trainer,) = layout["dnn_group"]
+    assert summary["status"] == "Failed" and trainer in summary["failure_reason"]
+    dnn = summary["groups"]["dnn_group"]
+    assert dnn["errors"] >= 1
+    traceback = next(s for s in dnn["error_samples"] if s["line"].startswith("Traceback"))
+    assert traceback["host"] == trainer
+    assert traceback["exception"] == "RuntimeError: NCCL error: unhandled system error"
+    assert dnn["metrics"]["train:loss"]["count"] == 3  # what it logged before failing
+    assert dnn["utilization"]["cpu"] is not None and dnn["utilization"]["memory"] is not None
+
+
+def test_partial_summary_while_the_job_runs(endpoint: LocalEndpoint, clients: dict[str, Any]) -> None:
+    sm, logs = clients["sagemaker_client"], clients["logs_client"]
+    name = _start_job(sm, hold=20)
+    _wait(sm, name, until=("InProgress",))
+    deadline = time.monotonic() + 20
+    while not any("holding" in lines for lines in _messages(logs, name).values()):
+        assert time.monotonic() < deadline, "the training host never logged 'holding'"
+        time.sleep(0.1)
+    try:
+        summary = summarize_training_job(name, **clients)
+        layout = _layout(endpoint, name)
+        assert summary["status"] == "InProgress" and summary["partial"] is True
+        assert summary["secondary_status"] == "Training"
+        assert summary["timeline"][-1]["status"] == "Training" and summary["timeline"][-1]["ongoing"] is True
+        _check_groups(summary, layout)
+        dnn = summary["groups"]["dnn_group"]
+        assert dnn["tail"][layout["dnn_group"][0]][-1] == "holding"
+        assert dnn["metrics"]["train:loss"] == {"last": 0.6, "best": 0.4, "goal": "min", "count": 3}
+        assert dnn["utilization"]["cpu"] is not None and dnn["utilization"]["memory"] is not None
+        assert "[partial: job still running]" in format_table(summary)
+    finally:
+        sm.stop_training_job(TrainingJobName=name)
+    assert _wait(sm, name)["TrainingJobStatus"] == "Stopped"
+
+
+def _messages(logs: Any, job: str) -> dict[str, list[str]]:
+    group = "/aws/sagemaker/TrainingJobs"
+    try:
+        streams = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix=f"{job}/")["logStreams"]
+    except logs.exceptions.ResourceNotFoundException:
+        return {}
+    return {
+        s["logStreamName"]: [
+            e["message"]
+            for e in logs.get_log_events(logGroupName=group, logStreamName=s["logStreamName"], startFromHead=True)[
+                "events"
+            ]
+        ]
+        for s in streams
+    }
