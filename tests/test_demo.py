@@ -37,6 +37,9 @@ def test_demo_runs_the_example_dag_and_prints_the_group_table(tmp_path: Path) ->
     }
     assert rows["data_group"][1:3] == ["ml.c5.xlarge", "2"]
     assert rows["train_group"][1:3] == ["ml.g5.xlarge", "1"]
+    for group in ("data_group", "train_group"):  # hosts live well under the 1 s metrics interval
+        assert "-" not in rows[group][-4:-2] and rows[group][-2:] == ["-", "-"], rows[group]  # cpu, mem; gpu
+    assert "local runs (the offline endpoint) have no GPUs" in table
     assert "train_group: train:loss last=" in table
     assert "==> demo succeeded" in out
 
