@@ -392,3 +392,19 @@ def test_verify_and_botocore_config_reach_hook_and_trigger(jobs: MotoJobs) -> No
     with pytest.raises(TaskDeferred) as info:
         op.execute(context())
     assert (info.value.trigger.verify, info.value.trigger.botocore_config) == (False, config)
+
+
+def test_a_long_outage_fails_the_task_without_stopping_the_job(jobs: MotoJobs) -> None:
+    from botocore.exceptions import ClientError
+
+    name = expected_name()
+    jobs.script(name, {"status": "InProgress", "secondary": "Training"}, *[throttling() for _ in range(200)])
+    op = operator()
+    op.transient_grace_seconds = 0.2
+    with pytest.raises(ClientError, match="Throttling"):
+        op.execute(context())
+    assert jobs.calls["StopTrainingJob"] == 0
+    jobs.scripts[name] = []  # the outage is over: the retry re-attaches
+    jobs.set(name, "Completed", "Completed")
+    assert operator().execute(context())["training_job_name"] == name
+    assert jobs.calls["CreateTrainingJob"] == 1

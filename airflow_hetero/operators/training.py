@@ -57,6 +57,10 @@ class HeteroTrainingOperator(BaseOperator):
         submit another job under a fresh suffix).
     """
 
+    #: How long polls may keep failing transiently (each after its own retries) before the task
+    #: fails; its retry then re-attaches to the still-running job.
+    transient_grace_seconds: float = 1800
+
     template_fields: Sequence[str] = ("job", "job_name")
     template_fields_renderers = {"job": "json"}
     operator_extra_links = (SageMakerTrainingJobLink(), TrainingJobLogsLink())
@@ -257,13 +261,18 @@ class HeteroTrainingOperator(BaseOperator):
 
         logged = 0  # SecondaryStatusTransitions already written to the task log
         tailer: LogTailer | None = None
+        failing_since: float | None = None  # start of the current run of failed polls
         while True:
             if describe is None:
                 try:
                     describe = hook.describe_training_job(name)
+                    failing_since = None
                 except Exception as exc:
                     if not is_transient(exc):
                         raise
+                    failing_since = failing_since or time.monotonic()
+                    if time.monotonic() - failing_since > self.transient_grace_seconds:
+                        raise  # a long outage: fail; the retry re-attaches to the job
                     self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
             state = None
             if describe is not None:
