@@ -408,3 +408,34 @@ def test_a_long_outage_fails_the_task_without_stopping_the_job(jobs: MotoJobs) -
     jobs.set(name, "Completed", "Completed")
     assert operator().execute(context())["training_job_name"] == name
     assert jobs.calls["CreateTrainingJob"] == 1
+
+
+def test_log_streams_are_listed_only_when_new_ones_may_exist(jobs: MotoJobs, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_hetero.log_tail import LogTailer
+
+    listings: list[int] = []
+    original = LogTailer._list_streams
+
+    def counting(self: LogTailer) -> None:
+        listings.append(len(self.streams))
+        original(self)
+
+    monkeypatch.setattr(LogTailer, "_list_streams", counting)
+    name = expected_name()
+    logs = boto3.client("logs", region_name="us-east-1")
+
+    def all_hosts_log() -> None:
+        jobs.set(name, "InProgress", "Training", "Training in progress")
+        for host, group in (("algo-1", "dnn_group"), ("algo-2", "data_group"), ("algo-3", "data_group")):
+            put_logs(logs, name, host, toolkit_startup(host, group))
+
+    steady = {"status": "InProgress", "secondary": "Training"}
+    jobs.script(name, {"status": "InProgress", "secondary": "Downloading"}, steady, steady, steady, steady)
+    jobs.scripts[name].insert(1, all_hosts_log)
+    jobs.scripts[name].append(lambda: jobs.set(name, "InProgress", "Uploading", "Uploading model"))
+    jobs.scripts[name].append(lambda: jobs.set(name, "Completed", "Completed"))
+    operator(print_log=True).execute(context())
+    # polls: Downloading (list: nothing yet), Training + 3 hosts (transition: list), 4 steady polls
+    # with every host known (no listing), Uploading (transition: list), Completed (final listing)
+    assert len(listings) == 4
+    assert listings[-2:] == [3, 3]

@@ -275,13 +275,15 @@ class HeteroTrainingOperator(BaseOperator):
                         raise  # a long outage: fail; the retry re-attaches to the job
                     self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
             state = None
+            transition = False  # a new SecondaryStatus: new log streams may have appeared
             if describe is not None:
-                logged = self.log_transitions(name, describe, logged)
+                seen = self.log_transitions(name, describe, logged)
+                transition, logged = seen > logged, seen
                 state = classify(describe)
                 if self.print_log and tailer is None:
                     tailer = self.make_tailer(hook, name, describe)
             if tailer is not None:
-                tailer = self.follow_logs(tailer, final=state not in (None, "running"))
+                tailer = self.follow_logs(tailer, final=state not in (None, "running"), rescan=transition)
             if describe is not None and state != "running":
                 self.active_job_name = None
                 return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
@@ -316,13 +318,13 @@ class HeteroTrainingOperator(BaseOperator):
             retry_policy=hook.retry_policy,
         )
 
-    def follow_logs(self, tailer: LogTailer, *, final: bool) -> LogTailer | None:
+    def follow_logs(self, tailer: LogTailer, *, final: bool, rescan: bool = False) -> LogTailer | None:
         """Print new log lines; logs are a convenience, so a persistent error only stops them."""
         try:
             if final:
                 tailer.flush()
             else:
-                tailer.poll()
+                tailer.poll(rescan=rescan)
         except Exception as exc:
             self.log.warning("Stopped following the logs of %s: %s", tailer.job_name, exc)
             return None
