@@ -16,6 +16,7 @@ from typing import Any
 
 import pendulum
 from airflow.sdk import DAG, task
+from airflow.sdk.exceptions import AirflowFailException
 from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
@@ -51,7 +52,7 @@ with DAG(
         job_name="{{ ti.xcom_pull(task_ids='submit')['training_job_name'] }}",
     )
 
-    @task
+    @task(retries=0)
     def gate(summary: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Fail the run when training did not converge or any instance group logged errors."""
         limit = float((params or {}).get("max_final_loss", 0.05))
@@ -64,7 +65,7 @@ with DAG(
         elif loss > limit:
             problems.append(f"final train:loss {loss} is above {limit}")
         if problems:
-            raise ValueError("model rejected: " + "; ".join(problems))
+            raise AirflowFailException("model rejected: " + "; ".join(problems))  # retrying cannot help
         return {"training_job_name": summary["training_job_name"], "final_loss": loss}
 
     submit >> wait >> summarize
