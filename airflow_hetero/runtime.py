@@ -27,14 +27,19 @@ from typing import Any, TypeVar
 __all__ = [
     "BASE_DIR_ENV",
     "DEFAULT_BASE_DIR",
+    "DISTRIBUTION_FLAGS",
+    "DISTRIBUTION_GROUPS_HP",
     "HOMOGENEOUS_GROUP",
     "HOST_ADDRESSES_ENV",
     "MARKER_PREFIX",
+    "TOOLKIT_HYPERPARAMETERS",
+    "TOOLKIT_PREFIX",
     "GroupDispatchError",
     "HostLookupError",
     "RuntimeConfigError",
     "RuntimeEnvironment",
     "connect",
+    "decode_hyperparameters",
     "environment",
     "format_marker",
     "host_address",
@@ -43,6 +48,7 @@ __all__ = [
     "log_marker",
     "parse_marker",
     "run_by_group",
+    "split_hyperparameters",
 ]
 
 T = TypeVar("T")
@@ -56,10 +62,12 @@ RESOURCE_CONFIG_FILE = "resourceconfig.json"
 HYPERPARAMETERS_FILE = "hyperparameters.json"
 DISTRIBUTION_GROUPS_HP = "sagemaker_distribution_instance_groups"
 
-# Copied from sagemaker_training (params.SAGEMAKER_HYPERPARAMETERS and the flags checked by
-# Environment.get_distribution_instance_groups_from_resource_config), so the split and the
-# distribution fallback behave the same.
-_TOOLKIT_HYPERPARAMETERS = frozenset(
+# Copied from sagemaker_training (params.SAGEMAKER_PREFIX, params.SAGEMAKER_HYPERPARAMETERS and the
+# flags checked by Environment.get_distribution_instance_groups_from_resource_config), so the split
+# and the distribution fallback behave the same. The offline endpoint's SM_* environment
+# (airflow_hetero.local.smenv) uses them too.
+TOOLKIT_PREFIX = "sagemaker_"
+TOOLKIT_HYPERPARAMETERS = frozenset(
     {
         "sagemaker_program",
         "sagemaker_submit_directory",
@@ -72,7 +80,7 @@ _TOOLKIT_HYPERPARAMETERS = frozenset(
         "sagemaker_s3_output",
     }
 )
-_DISTRIBUTION_FLAGS = (
+DISTRIBUTION_FLAGS = (
     "sagemaker_mpi_enabled",
     "sagemaker_parameter_server_enabled",
     "sagemaker_distributed_dataparallel_enabled",
@@ -193,7 +201,7 @@ def _optional_str(config: Mapping[str, Any], key: str, default: str, path: str) 
     return value
 
 
-def _decode_hyperparameters(raw: Mapping[str, Any]) -> dict[str, Any]:
+def decode_hyperparameters(raw: Mapping[str, Any]) -> dict[str, Any]:
     """JSON-decode each value when it parses, else keep it (toolkit's read_hyperparameters)."""
     decoded: dict[str, Any] = {}
     for key, value in raw.items():
@@ -202,6 +210,18 @@ def _decode_hyperparameters(raw: Mapping[str, Any]) -> dict[str, Any]:
         except (ValueError, TypeError):
             decoded[key] = value
     return decoded
+
+
+def split_hyperparameters(hps: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``(toolkit, framework, user)`` as the toolkit splits decoded hyperparameters.
+
+    ``toolkit``: every ``sagemaker_*`` key and the toolkit's own keys; ``framework``: those minus
+    the toolkit's own keys (its ``additional_framework_parameters``); ``user``: everything else.
+    """
+    toolkit = {k: v for k, v in hps.items() if k.startswith(TOOLKIT_PREFIX) or k in TOOLKIT_HYPERPARAMETERS}
+    framework = {k: v for k, v in toolkit.items() if k not in TOOLKIT_HYPERPARAMETERS}
+    user = {k: v for k, v in hps.items() if k not in toolkit}
+    return toolkit, framework, user
 
 
 def _build(base: str, rc_path: str, config: Any, hp_path: str, raw_hps: Any) -> RuntimeEnvironment:
@@ -236,10 +256,7 @@ def _build(base: str, rc_path: str, config: Any, hp_path: str, raw_hps: Any) -> 
             raise RuntimeConfigError(f"{where}.instance_group_name must be a non-empty string")
         group_hosts.append((name, _names(entry.get("hosts"), f"{where}.hosts")))
 
-    hps = _decode_hyperparameters(raw_hps)
-    toolkit = {k for k in hps if k.startswith("sagemaker_") or k in _TOOLKIT_HYPERPARAMETERS}
-    framework = {k: v for k, v in hps.items() if k in toolkit and k not in _TOOLKIT_HYPERPARAMETERS}
-    user_hps = {k: v for k, v in hps.items() if k not in toolkit}
+    _, framework, user_hps = split_hyperparameters(decode_hyperparameters(raw_hps))
 
     if DISTRIBUTION_GROUPS_HP in framework:
         value = framework[DISTRIBUTION_GROUPS_HP]
@@ -249,7 +266,7 @@ def _build(base: str, rc_path: str, config: Any, hp_path: str, raw_hps: Any) -> 
             if isinstance(value, str) and value
             else _names(value, f"{hp_path}: {DISTRIBUTION_GROUPS_HP}")
         )
-    elif any(framework.get(flag, False) for flag in _DISTRIBUTION_FLAGS):
+    elif any(framework.get(flag, False) for flag in DISTRIBUTION_FLAGS):
         dist_groups = (group,)
     else:
         dist_groups = ()

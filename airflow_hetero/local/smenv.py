@@ -15,42 +15,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-SAGEMAKER_PREFIX = "sagemaker_"
-# Keys the toolkit keeps out of both the user hyperparameters and the framework parameters.
-SAGEMAKER_HYPERPARAMETERS = frozenset(
-    {
-        "sagemaker_program",
-        "sagemaker_submit_directory",
-        "sagemaker_enable_cloudwatch_metrics",
-        "sagemaker_region",
-        "sagemaker_container_log_level",
-        "sagemaker_job_name",
-        "default_user_module_name",
-        "_tuning_objective_metric",
-        "sagemaker_s3_output",
-    }
+from airflow_hetero.runtime import (
+    DISTRIBUTION_FLAGS,
+    DISTRIBUTION_GROUPS_HP,
+    HOMOGENEOUS_GROUP,
+    decode_hyperparameters,
+    split_hyperparameters,
 )
-# Any of these turns the current group into a distribution group when none is named.
-_DISTRIBUTION_FLAGS = (
-    "sagemaker_mpi_enabled",
-    "sagemaker_parameter_server_enabled",
-    "sagemaker_distributed_dataparallel_enabled",
-    "sagemaker_pytorch_ddp_enabled",
-    "sagemaker_pytorch_xla_multi_worker_enabled",
-    "sagemaker_multi_worker_mirrored_strategy_enabled",
-    "sagemaker_torch_distributed_enabled",
-)
-
-
-def decode_hyperparameters(raw: dict[str, str]) -> dict[str, Any]:
-    """JSON-decode each value as the toolkit does (the SDK sends ``json.dumps`` of each value)."""
-    decoded: dict[str, Any] = {}
-    for key, value in raw.items():
-        try:
-            decoded[key] = json.loads(value)
-        except (ValueError, TypeError):
-            decoded[key] = value
-    return decoded
 
 
 def format_value(value: Any) -> str:
@@ -92,16 +63,13 @@ def training_env(
     num_cpus: int | None = None,
 ) -> dict[str, Any]:
     """The toolkit's ``dict(Environment())`` for a host (its "Training Env" and ``SM_TRAINING_ENV``)."""
-    hps = decode_hyperparameters(raw_hyperparameters)
-    sagemaker = {k: v for k, v in hps.items() if k in SAGEMAKER_HYPERPARAMETERS or k.startswith(SAGEMAKER_PREFIX)}
-    user = {k: v for k, v in hps.items() if k not in sagemaker}
-    framework = {k: v for k, v in sagemaker.items() if k not in SAGEMAKER_HYPERPARAMETERS}
-    current_group = resource.get("current_group_name", "homogeneousCluster")
+    sagemaker, framework, user = split_hyperparameters(decode_hyperparameters(raw_hyperparameters))
+    current_group = resource.get("current_group_name", HOMOGENEOUS_GROUP)
     groups_config = resource.get("instance_groups", [])
     groups = [g["instance_group_name"] for g in groups_config]
     groups_dict = {g["instance_group_name"]: g for g in groups_config}
-    default_distribution = [current_group] if any(framework.get(f, False) for f in _DISTRIBUTION_FLAGS) else []
-    distribution_groups = framework.get("sagemaker_distribution_instance_groups", default_distribution)
+    default_distribution = [current_group] if any(framework.get(f, False) for f in DISTRIBUTION_FLAGS) else []
+    distribution_groups = framework.get(DISTRIBUTION_GROUPS_HP, default_distribution)
     if groups_config:
         distribution_hosts = [
             h for g in groups_config if g["instance_group_name"] in distribution_groups for h in g["hosts"]
