@@ -11,11 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_hetero.runtime import HOMOGENEOUS_GROUP
+
 if TYPE_CHECKING:
     from airflow_hetero.logs import StreamLog
 
-#: Group name the sagemaker-training toolkit uses for a job without InstanceGroups.
-HOMOGENEOUS_GROUP = "homogeneousCluster"
+__all__ = ["HOMOGENEOUS_GROUP", "SOURCES", "GroupSpec", "HostMapping", "groups_from_describe", "resolve_mapping"]
 
 
 @dataclass(frozen=True)

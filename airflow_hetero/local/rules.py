@@ -14,9 +14,7 @@ from typing import Any
 
 from airflow_hetero.local.constraints import check_constraints
 from airflow_hetero.local.errors import validation
-
-HOMOGENEOUS_GROUP = "homogeneousCluster"
-"""The group name SageMaker (and the toolkit) use for a job without InstanceGroups."""
+from airflow_hetero.runtime import HOMOGENEOUS_GROUP
 
 MAX_HOSTS = 254
 """Hosts per job on this endpoint: each gets its own loopback address 127.0.<job>.<host>."""
