@@ -10,7 +10,7 @@ errors (throttling, 5xx, dropped connections) with bounded backoff; permanent er
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
@@ -39,6 +39,15 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
+class AwsTaskArgs(Protocol):
+    """The AWS arguments an operator, sensor or trigger of this package keeps (its hook's settings)."""
+
+    aws_conn_id: str | None
+    region_name: str | None
+    verify: bool | str | None
+    botocore_config: dict[str, Any] | None
+
+
 class HeteroTrainingHook(AwsBaseHook):
     """Create, describe, find, stop SageMaker training jobs; clients for their logs and metrics.
 
@@ -62,6 +71,17 @@ class HeteroTrainingHook(AwsBaseHook):
         kwargs["client_type"] = "sagemaker"
         super().__init__(aws_conn_id=aws_conn_id, region_name=region_name, **kwargs)
         self.retry_policy = retry_policy or self.default_retry_policy
+
+    @classmethod
+    def for_task(cls, task: AwsTaskArgs, **kwargs: Any) -> HeteroTrainingHook:
+        """The hook for a task's ``aws_conn_id``, ``region_name``, ``verify`` and ``botocore_config``."""
+        return cls(
+            aws_conn_id=task.aws_conn_id,
+            region_name=task.region_name,
+            verify=task.verify,
+            config=task.botocore_config,
+            **kwargs,
+        )
 
     # -- clients -----------------------------------------------------------------------------
 

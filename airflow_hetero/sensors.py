@@ -68,12 +68,7 @@ class HeteroTrainingSensor(BaseSensorOperator):
         """A fresh hook (no state survives between pokes)."""
         from airflow_hetero.hook import HeteroTrainingHook
 
-        return HeteroTrainingHook(
-            aws_conn_id=self.aws_conn_id,
-            region_name=self.region_name,
-            verify=self.verify,
-            config=self.botocore_config,
-        )
+        return HeteroTrainingHook.for_task(self)
 
     def execute(self, context: Context) -> Any:
         """Poke/reschedule as usual, or defer to the trigger when ``deferrable``."""

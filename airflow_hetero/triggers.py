@@ -96,15 +96,10 @@ class HeteroTrainingTrigger(BaseTrigger):
         )
 
     def _hook(self) -> Any:
-        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+        """The SageMaker hook (its async client is used); imported here, when the trigger runs."""
+        from airflow_hetero.hook import HeteroTrainingHook
 
-        return AwsBaseHook(
-            aws_conn_id=self.aws_conn_id,
-            region_name=self.region_name,
-            verify=self.verify,
-            config=self.botocore_config,
-            client_type="sagemaker",
-        )
+        return HeteroTrainingHook.for_task(self)
 
     def _event(
         self, status: str, describe: dict[str, Any] | None, message: str | None = None

@@ -114,12 +114,7 @@ class HeteroTrainingOperator(BaseOperator):
         """The AWS hook for this task's connection and region."""
         from airflow_hetero.hook import HeteroTrainingHook
 
-        return HeteroTrainingHook(
-            aws_conn_id=self.aws_conn_id,
-            region_name=self.region_name,
-            verify=self.verify,
-            config=self.botocore_config,
-        )
+        return HeteroTrainingHook.for_task(self)
 
     def base_dir(self) -> Path:
         """The DAG file's folder: relative definition paths and source_dir resolve against it."""
