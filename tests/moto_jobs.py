@@ -19,13 +19,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from moto import mock_aws
 from moto.core.exceptions import JsonRESTError
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.sagemaker.models import FakeTrainingJob, SageMakerModelBackend, sagemaker_backends
 from moto.sagemaker.responses import SageMakerResponse
 
+from airflow_hetero._retry import RetryPolicy
+
 ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/SageMakerRole"
+#: Retry backoff for tests: three tries, a millisecond or two apart.
+FAST = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.002)
 
 
 def hetero_request(name: str, **overrides: Any) -> dict[str, Any]:
@@ -89,6 +94,19 @@ def moto_server() -> Iterator[str]:
         yield url
     finally:
         server.stop()
+
+
+@contextmanager
+def mocked_jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
+    """``mock_aws`` with :class:`MotoJobs` installed; the hook retries per ``FAST``, botocore not at all."""
+    from airflow_hetero.hook import HeteroTrainingHook
+
+    monkeypatch.setattr(HeteroTrainingHook, "default_retry_policy", FAST)
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # no botocore-level retries: ours are under test
+    with mock_aws():
+        jobs = MotoJobs()
+        jobs.install(monkeypatch)
+        yield jobs
 
 
 def aws_connection_env(conn_id: str, endpoint_url: str, region: str = "us-east-1") -> tuple[str, str]:

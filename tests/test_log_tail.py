@@ -10,12 +10,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
-from moto_jobs import put_logs, toolkit_startup
+from moto_jobs import FAST, put_logs, toolkit_startup
 
-from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.log_tail import LogsGroupResolver, LogTailer, expected_hosts
 
-FAST = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.002)
 GROUPS_DICT = json.dumps(
     {
         "data_group": {

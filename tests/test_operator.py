@@ -12,20 +12,15 @@ from unittest.mock import MagicMock
 
 import boto3
 import pytest
-from moto import mock_aws
-from moto_jobs import ROLE, MotoJobs, put_logs, throttling, toolkit_startup
+from moto_jobs import FAST, ROLE, MotoJobs, mocked_jobs, put_logs, throttling, toolkit_startup
 from task_logs import record_logs
 
 from airflow_hetero import naming
 from airflow_hetero._compat import AirflowFailException, TaskDeferred
-from airflow_hetero._retry import RetryPolicy
-from airflow_hetero.hook import HeteroTrainingHook
 from airflow_hetero.links import XCOM_KEY, training_job_url
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.outcome import TrainingJobFailedError, TrainingJobStoppedError, TrainingJobTimeoutError
 from airflow_hetero.triggers import HeteroTrainingTrigger
-
-FAST = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.002)
 
 JOB: dict[str, Any] = {
     "role": ROLE,
@@ -50,11 +45,7 @@ class WorkerDied(BaseException):
 
 @pytest.fixture
 def jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
-    monkeypatch.setattr(HeteroTrainingHook, "default_retry_policy", FAST)
-    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # no botocore-level retries: ours are under test
-    with mock_aws():
-        jobs = MotoJobs()
-        jobs.install(monkeypatch)
+    with mocked_jobs(monkeypatch) as jobs:
         yield jobs
 
 

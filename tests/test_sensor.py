@@ -10,13 +10,10 @@ from unittest.mock import MagicMock
 
 import boto3
 import pytest
-from moto import mock_aws
-from moto_jobs import MotoJobs, hetero_request, put_logs, throttling, toolkit_startup
+from moto_jobs import FAST, MotoJobs, hetero_request, mocked_jobs, put_logs, throttling, toolkit_startup
 from task_logs import record_logs
 
 from airflow_hetero._compat import AirflowException, TaskDeferred
-from airflow_hetero._retry import RetryPolicy
-from airflow_hetero.hook import HeteroTrainingHook
 from airflow_hetero.outcome import (
     TrainingJobFailedError,
     TrainingJobStoppedError,
@@ -26,16 +23,10 @@ from airflow_hetero.outcome import (
 from airflow_hetero.sensors import HeteroTrainingSensor
 from airflow_hetero.triggers import HeteroTrainingTrigger
 
-FAST = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.002)
-
 
 @pytest.fixture
 def jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
-    monkeypatch.setattr(HeteroTrainingHook, "default_retry_policy", FAST)
-    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # no botocore-level retries: ours are under test
-    with mock_aws():
-        jobs = MotoJobs()
-        jobs.install(monkeypatch)
+    with mocked_jobs(monkeypatch) as jobs:
         yield jobs
 
 
