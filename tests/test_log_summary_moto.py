@@ -32,7 +32,7 @@ from airflow_hetero.logs import LineRules, StreamLog
 from airflow_hetero.runtime import format_marker
 from airflow_hetero.summary_limits import json_size
 
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sagemaker-training-startup-algo-2.log"
+FIXTURE = Path(__file__).resolve().parent / "data" / "sagemaker-training-startup-algo-2.log"
 AB = [("A", "ml.c5.xlarge", 1), ("B", "ml.p3.2xlarge", 2)]
 TYPES = {"A": "ml.c5.xlarge", "B": "ml.p3.2xlarge"}
 LOSS = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}, {"Name": "val:acc", "Regex": r"acc=([0-9.]+)"}]

@@ -21,7 +21,7 @@ from airflow_hetero.logs import (
 )
 from airflow_hetero.runtime import format_marker
 
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sagemaker-training-startup-algo-2.log"
+FIXTURE = Path(__file__).resolve().parent / "data" / "sagemaker-training-startup-algo-2.log"
 T0 = 1_700_000_000_000
 
 
