@@ -116,9 +116,12 @@ def wait(
 
 
 def log_lines(logs: Any, job: str) -> dict[str, list[str]]:
-    """Stream name -> messages of every log stream of ``job``."""
+    """Stream name -> messages of every log stream of ``job`` (none while the log group is not created)."""
     group = "/aws/sagemaker/TrainingJobs"
-    streams = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix=f"{job}/")["logStreams"]
+    try:
+        streams = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix=f"{job}/")["logStreams"]
+    except logs.exceptions.ResourceNotFoundException:
+        return {}
     result: dict[str, list[str]] = {}
     for stream in streams:
         events = logs.get_log_events(logGroupName=group, logStreamName=stream["logStreamName"], startFromHead=True)[

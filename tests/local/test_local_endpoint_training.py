@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
+from local_jobkit import BUCKET, ROLE
 from task_logs import record_logs
 
 from airflow_hetero.local import LocalEndpoint
@@ -21,8 +20,8 @@ from airflow_hetero.triggers import HeteroTrainingTrigger
 
 pytestmark = pytest.mark.slow
 
+ENDPOINT_TIMINGS = {"stop_grace": 1.0, "metrics_interval": 0.5}
 CONN_ID = "hetero_local_endpoint"
-BUCKET = "hetero-local-training"
 SCRIPT = """\
 import os, sys, time
 host, group = os.environ["SM_CURRENT_HOST"], os.environ["SM_CURRENT_INSTANCE_GROUP"]
@@ -36,19 +35,9 @@ print(f"{host} done", flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
-    with LocalEndpoint(
-        workdir=tmp_path_factory.mktemp("endpoint"), stop_grace=1.0, metrics_interval=0.5, log_flush_interval=0.2
-    ) as ep:
-        ep.client("s3").create_bucket(Bucket=BUCKET)
-        yield ep
-
-
 @pytest.fixture
 def conn(endpoint: LocalEndpoint, monkeypatch: pytest.MonkeyPatch) -> LocalEndpoint:
-    extra = endpoint.connection_extra()
-    monkeypatch.setenv(f"AIRFLOW_CONN_{CONN_ID.upper()}", json.dumps({"conn_type": "aws", "extra": extra}))
+    monkeypatch.setenv(f"AIRFLOW_CONN_{CONN_ID.upper()}", endpoint.airflow_connection_json())
     return endpoint
 
 
@@ -61,7 +50,7 @@ def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def operator(code_dir: Path, mode: str, **kwargs: Any) -> HeteroTrainingOperator:
     job = {
-        "role": "arn:aws:iam::123456789012:role/SageMakerRole",
+        "role": ROLE,
         "output_path": f"s3://{BUCKET}/output",
         "framework": "pytorch",
         "framework_version": "2.1",

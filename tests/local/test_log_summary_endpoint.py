@@ -9,17 +9,13 @@ every 5 s, longer than these hosts live: utilisation must still be reported (the
 
 from __future__ import annotations
 
-import io
-import itertools
 import json
-import tarfile
-import textwrap
 import time
-from collections.abc import Iterator
 from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
+from local_jobkit import log_lines, put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.log_summary import summarize_training_job
@@ -28,7 +24,8 @@ from airflow_hetero.summary_limits import format_table
 
 pytestmark = pytest.mark.slow
 
-BUCKET = "log-summary-e2e"
+#: Hosts live far less than this sampling interval (s): utilisation must still be reported.
+ENDPOINT_TIMINGS = {"stop_grace": 1.0, "metrics_interval": 5.0}
 GROUPS = (("data_group", "ml.c5.xlarge", 2), ("dnn_group", "ml.p3.2xlarge", 1))
 METRIC_DEFINITIONS = [
     {"Name": "train:loss", "Regex": r"loss=([0-9.]+)"},
@@ -71,18 +68,12 @@ def train():
 
 runtime.run_by_group({{"data_group": data, "dnn_group": train}}, env=env)
 """
-_names = itertools.count(1)
 
 
 @pytest.fixture(scope="module")
-def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
-    with LocalEndpoint(
-        workdir=tmp_path_factory.mktemp("endpoint"), stop_grace=1.0, metrics_interval=5.0, log_flush_interval=0.2
-    ) as ep:
-        s3 = ep.client("s3")
-        s3.create_bucket(Bucket=BUCKET)
-        s3.put_object(Bucket=BUCKET, Key="code/sourcedir.tar.gz", Body=_tarball({"train.py": SCRIPT}))
-        yield ep
+def source(s3: Any) -> str:
+    """The training code, uploaded once for every job of the module."""
+    return put_source(s3, "summary-e2e", SCRIPT)
 
 
 @pytest.fixture(scope="module")
@@ -94,57 +85,13 @@ def clients(endpoint: LocalEndpoint) -> dict[str, Any]:
     }
 
 
-def _tarball(files: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, text in files.items():
-            data = textwrap.dedent(text).encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def _start_job(sm: Any, **hyperparameters: Any) -> str:
-    """CreateTrainingJob as the SDK sends it (hyperparameters JSON-encoded); returns the job name."""
-    name = f"summary-e2e-{int(time.time()) % 100000}-{next(_names)}"
-    hps = {key: json.dumps(value) for key, value in hyperparameters.items()}
-    hps.update(
-        {
-            "sagemaker_program": json.dumps("train.py"),
-            "sagemaker_submit_directory": json.dumps(f"s3://{BUCKET}/code/sourcedir.tar.gz"),
-            "sagemaker_container_log_level": "20",
-            "sagemaker_job_name": json.dumps(name),
-            "sagemaker_region": json.dumps("us-east-1"),
-        }
-    )
-    sm.create_training_job(
-        TrainingJobName=name,
-        RoleArn="arn:aws:iam::123456789012:role/SageMakerRole",
-        AlgorithmSpecification={
-            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.1-cpu-py310",
-            "TrainingInputMode": "File",
-            "MetricDefinitions": METRIC_DEFINITIONS,
-        },
-        HyperParameters=hps,
-        OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/output"},
-        ResourceConfig={
-            "InstanceGroups": [{"InstanceGroupName": g, "InstanceType": t, "InstanceCount": c} for g, t, c in GROUPS],
-            "VolumeSizeInGB": 30,
-        },
-        StoppingCondition={"MaxRuntimeInSeconds": 60},
-    )
+def _start_job(sm: Any, source: str, **hyperparameters: Any) -> str:
+    """CreateTrainingJob as the SDK sends it, with the job's MetricDefinitions; returns the job name."""
+    name = unique("summary-e2e")
+    body = request(name, source, groups=GROUPS, hyperparameters=hyperparameters)
+    body["AlgorithmSpecification"]["MetricDefinitions"] = METRIC_DEFINITIONS
+    sm.create_training_job(**body)
     return name
-
-
-def _wait(sm: Any, name: str, until: tuple[str, ...] = ("Completed", "Failed", "Stopped")) -> dict[str, Any]:
-    deadline = time.monotonic() + 30
-    while True:
-        described: dict[str, Any] = sm.describe_training_job(TrainingJobName=name)
-        if described["TrainingJobStatus"] in until:
-            return described
-        assert time.monotonic() < deadline, f"{name} is still {described['TrainingJobStatus']}"
-        time.sleep(0.05)
 
 
 def _layout(endpoint: LocalEndpoint, job: str) -> dict[str, list[str]]:
@@ -178,9 +125,9 @@ def _stream_events(logs: Any, job: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def completed_job(endpoint: LocalEndpoint, clients: dict[str, Any]) -> str:
-    name = _start_job(clients["sagemaker_client"])
-    assert _wait(clients["sagemaker_client"], name)["TrainingJobStatus"] == "Completed"
+def completed_job(endpoint: LocalEndpoint, clients: dict[str, Any], source: str) -> str:
+    name = _start_job(clients["sagemaker_client"], source)
+    assert wait(clients["sagemaker_client"], name)["TrainingJobStatus"] == "Completed"
     return name
 
 
@@ -272,9 +219,9 @@ def test_operator_pushes_each_group_and_returns_the_summary(
     json.dumps(summary)  # a plain, JSON-serialisable XCom value
 
 
-def test_summary_of_a_failed_job_names_the_host(endpoint: LocalEndpoint, clients: dict[str, Any]) -> None:
-    name = _start_job(clients["sagemaker_client"], fail=1)
-    assert _wait(clients["sagemaker_client"], name)["TrainingJobStatus"] == "Failed"
+def test_summary_of_a_failed_job_names_the_host(endpoint: LocalEndpoint, clients: dict[str, Any], source: str) -> None:
+    name = _start_job(clients["sagemaker_client"], source, fail=1)
+    assert wait(clients["sagemaker_client"], name)["TrainingJobStatus"] == "Failed"
     summary = summarize_training_job(name, **clients)
     layout = _layout(endpoint, name)
     _check_groups(summary, layout)
@@ -289,12 +236,12 @@ def test_summary_of_a_failed_job_names_the_host(endpoint: LocalEndpoint, clients
     assert dnn["utilization"]["cpu"] is not None and dnn["utilization"]["memory"] is not None
 
 
-def test_partial_summary_while_the_job_runs(endpoint: LocalEndpoint, clients: dict[str, Any]) -> None:
+def test_partial_summary_while_the_job_runs(endpoint: LocalEndpoint, clients: dict[str, Any], source: str) -> None:
     sm, logs = clients["sagemaker_client"], clients["logs_client"]
-    name = _start_job(sm, hold=20)
-    _wait(sm, name, until=("InProgress",))
+    name = _start_job(sm, source, hold=20)
+    wait(sm, name, until=("InProgress",))
     deadline = time.monotonic() + 20
-    while not any("holding" in lines for lines in _messages(logs, name).values()):
+    while not any("holding" in lines for lines in log_lines(logs, name).values()):
         assert time.monotonic() < deadline, "the training host never logged 'holding'"
         time.sleep(0.1)
     try:
@@ -311,21 +258,4 @@ def test_partial_summary_while_the_job_runs(endpoint: LocalEndpoint, clients: di
         assert "[partial: job still running]" in format_table(summary)
     finally:
         sm.stop_training_job(TrainingJobName=name)
-    assert _wait(sm, name)["TrainingJobStatus"] == "Stopped"
-
-
-def _messages(logs: Any, job: str) -> dict[str, list[str]]:
-    group = "/aws/sagemaker/TrainingJobs"
-    try:
-        streams = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix=f"{job}/")["logStreams"]
-    except logs.exceptions.ResourceNotFoundException:
-        return {}
-    return {
-        s["logStreamName"]: [
-            e["message"]
-            for e in logs.get_log_events(logGroupName=group, logStreamName=s["logStreamName"], startFromHead=True)[
-                "events"
-            ]
-        ]
-        for s in streams
-    }
+    assert wait(sm, name)["TrainingJobStatus"] == "Stopped"
