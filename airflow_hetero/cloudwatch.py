@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from airflow_hetero._retry import error_code
 from airflow_hetero.logs import LOG_GROUP, StreamLog
 from airflow_hetero.summary import UTILIZATION_METRICS, Datapoint
 
@@ -51,13 +52,6 @@ class ApiCalls:
             return {**dict(sorted(self.counts.items())), "total": sum(self.counts.values())}
 
 
-def _error_code(exc: BaseException) -> str:
-    response = getattr(exc, "response", None)
-    if isinstance(response, Mapping):
-        return str(response.get("Error", {}).get("Code", ""))
-    return ""
-
-
 def list_job_streams(
     logs_client: Any, job_name: str, *, log_group: str = LOG_GROUP, calls: ApiCalls | None = None
 ) -> list[str]:
@@ -74,7 +68,7 @@ def list_job_streams(
         try:
             page = logs_client.describe_log_streams(**kwargs)
         except Exception as exc:
-            if _error_code(exc) == "ResourceNotFoundException":
+            if error_code(exc) == "ResourceNotFoundException":
                 return names
             raise
         names.extend(s["logStreamName"] for s in page.get("logStreams") or ())
@@ -159,7 +153,7 @@ def read_job_logs(
                 calls=calls,
             )
         except Exception as exc:
-            if _error_code(exc) != "ResourceNotFoundException":
+            if error_code(exc) != "ResourceNotFoundException":
                 raise
             problems.append(f"log stream {log.stream} disappeared while being read")
 
