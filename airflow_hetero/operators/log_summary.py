@@ -5,8 +5,9 @@ The work is :func:`airflow_hetero.log_summary.summarize_training_job` with the c
 training operator). ``return_value`` is the whole summary; each group's part is also pushed as
 ``group_<name>`` for downstream tasks that need only one group.
 
-Importing this module loads nothing beyond ``airflow.sdk``: the hook, boto3 and the Amazon
-provider are imported when the task runs.
+Importing this module loads nothing beyond ``airflow.sdk`` and the small
+:mod:`airflow_hetero.summary_limits`: the log parser (only for custom ``error_patterns``), the
+hook, boto3 and the Amazon provider are imported when they are needed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseOperator
-from airflow_hetero.logs import compile_patterns
 from airflow_hetero.summary_limits import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ class HeteroLogSummaryOperator(BaseOperator):
         if max_xcom_bytes < MIN_MAX_XCOM_BYTES:
             raise ValueError(f"max_xcom_bytes must be at least {MIN_MAX_XCOM_BYTES}, got {max_xcom_bytes}")
         if error_patterns is not None:
+            from airflow_hetero.logs import compile_patterns
+
             compile_patterns(error_patterns)  # a bad regex fails at DAG parse time, not after reading
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
