@@ -117,7 +117,7 @@ class TrainingInput(_Definition):
     instance_groups: list[str] | None = Field(
         default=None,
         min_length=1,
-        max_length=5,
+        max_length=rules.MAX_GROUPS,
         description="Groups that receive this channel; none means every group.",
     )
     input_mode: Literal["File", "Pipe", "FastFile"] | None = Field(
@@ -146,12 +146,17 @@ class HeteroTrainingJob(_Definition):
     role: str = Field(description="ARN of the IAM role SageMaker assumes for the job.")
     output_path: str = Field(description="S3 URI for model artifacts; local code is uploaded to its bucket.")
     instance_groups: list[InstanceGroup] | None = Field(
-        default=None, min_length=1, max_length=5, description="The heterogeneous cluster: 1 to 5 groups."
+        default=None,
+        min_length=1,
+        max_length=rules.MAX_GROUPS,
+        description=f"The heterogeneous cluster: 1 to {rules.MAX_GROUPS} groups.",
     )
     instance_type: str | None = Field(default=None, description="Homogeneous cluster: the instance type.")
     instance_count: int | None = Field(default=None, description="Homogeneous cluster: the instance count.")
     inputs: dict[str, TrainingInput] = Field(
-        default_factory=dict, max_length=20, description="Channel name -> TrainingInput or S3 URI string."
+        default_factory=dict,
+        max_length=rules.MAX_CHANNELS,
+        description="Channel name -> TrainingInput or S3 URI string.",
     )
     entry_point: str | None = Field(default=None, description="Training script, relative to source_dir.")
     source_dir: str | None = Field(
