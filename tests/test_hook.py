@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 from botocore.stub import Stubber
 from moto import mock_aws
-from moto_jobs import MotoJobs, hetero_request
+from moto_jobs import MotoJobs, aws_connection_env, hetero_request
 
 from airflow_hetero._retry import RetryPolicy, is_transient
 from airflow_hetero.hook import HeteroTrainingHook, is_not_found
@@ -240,8 +239,7 @@ def test_stop_running_and_finished_jobs(jobs: MotoJobs) -> None:
 
 
 def test_clients_follow_the_connection_endpoint_and_region(monkeypatch: pytest.MonkeyPatch) -> None:
-    extra = {"endpoint_url": "http://127.0.0.1:9", "region_name": "eu-west-1"}
-    monkeypatch.setenv("AIRFLOW_CONN_HETERO_TEST", json.dumps({"conn_type": "aws", "extra": extra}))
+    monkeypatch.setenv(*aws_connection_env("hetero_test", "http://127.0.0.1:9", region="eu-west-1"))
     hook = HeteroTrainingHook(aws_conn_id="hetero_test", verify=False)
     for client in (hook.conn, hook.logs_client, hook.cloudwatch_client, hook.s3_client):
         assert client.meta.endpoint_url == "http://127.0.0.1:9"
