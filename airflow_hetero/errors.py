@@ -24,7 +24,8 @@ def format_loc(loc: Sequence[str | int]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            name = part if part else '""'
+            out += f".{name}" if out else name
     return out or "(definition)"
 
 

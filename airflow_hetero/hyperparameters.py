@@ -14,6 +14,7 @@ then starts torchrun on every group).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero import source
@@ -53,11 +54,15 @@ def encode(value: Any) -> str:
     return json.dumps(value)
 
 
+def user_hyperparameters(values: Mapping[Any, Any], *, json_values: bool) -> dict[str, str]:
+    """The user's hyperparameters as sent: JSON-encoded (framework jobs, or with source_dir), else ``str()``."""
+    return {str(k): encode(v) if json_values else str(v) for k, v in values.items()}
+
+
 def sdk_hyperparameters(job: HeteroTrainingJob, *, job_name: str, region: str) -> dict[str, str]:
     """The ``HyperParameters`` of the CreateTrainingJob request for ``job``."""
     framework_mode = job.framework is not None
-    json_values = framework_mode or job.source_dir is not None
-    out: dict[str, str] = {str(k): encode(v) if json_values else str(v) for k, v in job.hyperparameters.items()}
+    out = user_hyperparameters(job.hyperparameters, json_values=framework_mode or job.source_dir is not None)
     if job.entry_point is not None:
         code_dir = source.submit_directory(job, job_name)
         if job.enable_network_isolation:

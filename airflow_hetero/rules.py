@@ -54,11 +54,7 @@ STRATEGY_KEYS: dict[str, set[str]] = {
 
 def fail(msg: str) -> PydanticCustomError:
     """An error whose message is shown as is (no 'Value error,' prefix, braces kept)."""
-    return PydanticCustomError("hetero_rule", _escape(msg))
-
-
-def _escape(msg: str) -> str:
-    return msg.replace("{", "{{").replace("}", "}}")
+    return PydanticCustomError("hetero_rule", msg)  # no context given: braces are shown as written
 
 
 def line_error(loc: Loc, msg: str) -> dict[str, Any]:
@@ -74,7 +70,7 @@ def reraisable(err: ValidationError) -> list[dict[str, Any]]:
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         kind = str(item["type"])
-        out.append({"type": PydanticCustomError(kind, _escape(msg)), "loc": item["loc"], "input": item.get("input")})
+        out.append({"type": PydanticCustomError(kind, msg), "loc": item["loc"], "input": item.get("input")})
     return out
 
 
@@ -106,10 +102,15 @@ def check_instance_type(value: str) -> str:
     return value
 
 
-def check_count(value: Any) -> Any:
+def check_not_bool(value: Any) -> Any:
+    """Numbers must not be given as true/false (pydantic would read them as 1/0)."""
     if isinstance(value, bool):
-        raise fail("must be a whole number of instances (1 or more), not true/false")
-    if isinstance(value, int) and value < 1:
+        raise fail("must be a whole number, not true/false")
+    return value
+
+
+def check_count(value: int) -> int:
+    if value < 1:
         raise fail(f"must be at least 1 (got {value})")
     return value
 
@@ -163,6 +164,7 @@ def cross_field(raw: Mapping[str, Any]) -> Iterator[Finding]:
     yield from _distribution(raw, groups, names)
     yield from _code(raw)
     yield from _misc(raw)
+    yield from _hyperparameters(raw)
 
 
 def _plain(value: Any) -> Any:
@@ -220,7 +222,7 @@ def _channels(raw: Mapping[str, Any], names: list[str]) -> Iterator[Finding]:
     hetero = raw.get("instance_groups") is not None
     known = ", ".join(names) or "(none)"
     for channel, value in inputs.items():
-        if not isinstance(channel, str) or not CHANNEL_NAME.match(channel) or len(channel) > 64:
+        if not CHANNEL_NAME.match(str(channel)) or len(str(channel)) > 64:
             yield (
                 ("inputs", str(channel)),
                 (f"channel name '{channel}' is invalid; use 1 to 64 letters, digits, '.', '-' or '_'"),
@@ -258,8 +260,7 @@ def _distribution(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: l
     if dist is None:
         return
     if not isinstance(dist, Mapping):
-        yield ("distribution",), "must be a mapping such as {mpi: {enabled: true}, instance_groups: [dnn_group]}"
-        return
+        return  # the field's own type error says it must be a mapping
     framework = raw.get("framework")
     strategies = [k for k in dist if k in STRATEGIES]
     for key in dist:
@@ -520,13 +521,32 @@ def _metric_definitions(defs: Any) -> Iterator[Finding]:
                     )
 
 
-def after_encoding(job: HeteroTrainingJob) -> Iterator[Finding]:
-    """Hyperparameter limits, checked on what the SDK would send (encoded, with sagemaker_* keys)."""
-    from airflow_hetero.hyperparameters import RESERVED, sdk_hyperparameters
+def _hyperparameters(raw: Mapping[str, Any]) -> Iterator[Finding]:
+    """Reserved names and length limits, on the values as they will be sent."""
+    from airflow_hetero.hyperparameters import RESERVED, user_hyperparameters
 
-    for key in job.hyperparameters:
+    values = raw.get("hyperparameters")
+    if not isinstance(values, Mapping):
+        return
+    try:
+        json_values = raw.get("framework") is not None or raw.get("source_dir") is not None
+        encoded = user_hyperparameters(values, json_values=json_values)
+    except (TypeError, ValueError):
+        return  # a value JSON cannot encode: reported by the field validator
+    for key, value in encoded.items():
         if key in RESERVED:
             yield ("hyperparameters", key), f"'{key}' is set by airflow-hetero from the definition; remove it"
+        if len(key) > MAX_HP_KEY:
+            yield ("hyperparameters", key), f"name is {len(key)} characters; at most {MAX_HP_KEY}"
+        if len(value) > MAX_HP_VALUE:
+            how = "once JSON-encoded" if json_values else "as a string"
+            yield ("hyperparameters", key), f"value is {len(value)} characters {how}; at most {MAX_HP_VALUE}"
+
+
+def after_encoding(job: HeteroTrainingJob) -> Iterator[Finding]:
+    """The entry count, on what the SDK would send (with its sagemaker_* keys); needs a valid job."""
+    from airflow_hetero.hyperparameters import sdk_hyperparameters
+
     encoded = sdk_hyperparameters(job, job_name="x" * 63, region="ap-southeast-3")
     if len(encoded) > MAX_HYPERPARAMETERS:
         yield (
@@ -536,16 +556,6 @@ def after_encoding(job: HeteroTrainingJob) -> Iterator[Finding]:
                 f"at most {MAX_HYPERPARAMETERS}"
             ),
         )
-    for key, value in encoded.items():
-        if key not in job.hyperparameters:
-            continue
-        if len(key) > MAX_HP_KEY:
-            yield ("hyperparameters", key), f"name is {len(key)} characters; at most {MAX_HP_KEY}"
-        if len(value) > MAX_HP_VALUE:
-            yield (
-                ("hyperparameters", key),
-                (f"value is {len(value)} characters once JSON-encoded; at most {MAX_HP_VALUE}"),
-            )
 
 
 __all__ = ["MAX_BASE_JOB_NAME", "Finding", "cross_field", "distribution_group"]

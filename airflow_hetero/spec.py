@@ -91,7 +91,12 @@ class InstanceGroup(_Definition):
 
     @field_validator("instance_count", mode="before")
     @classmethod
-    def _count(cls, value: Any) -> Any:
+    def _not_bool(cls, value: Any) -> Any:
+        return rules.check_not_bool(value)
+
+    @field_validator("instance_count")
+    @classmethod
+    def _count(cls, value: int) -> int:
         return rules.check_count(value)
 
 
@@ -213,16 +218,26 @@ class HeteroTrainingJob(_Definition):
     def _type(cls, value: str | None) -> str | None:
         return None if value is None else rules.check_instance_type(value)
 
-    @field_validator("instance_count", mode="before")
+    @field_validator("instance_count", "volume_size", "max_run", "max_wait", "container_log_level", mode="before")
     @classmethod
-    def _count(cls, value: Any) -> Any:
+    def _not_bool(cls, value: Any) -> Any:
+        return rules.check_not_bool(value)
+
+    @field_validator("instance_count")
+    @classmethod
+    def _count(cls, value: int | None) -> int | None:
         return None if value is None else rules.check_count(value)
+
+    @field_validator("inputs", "hyperparameters", mode="before")
+    @classmethod
+    def _empty(cls, value: Any) -> Any:
+        return {} if value is None else value
 
     @field_validator("inputs", mode="before")
     @classmethod
     def _channels(cls, value: Any) -> Any:
         if isinstance(value, Mapping):
-            return {k: {"s3_data": v} if isinstance(v, str) else v for k, v in value.items()}
+            return {str(k): {"s3_data": v} if isinstance(v, str) else v for k, v in value.items()}
         return value
 
     @field_validator("framework_version", "py_version", mode="before")
@@ -235,6 +250,13 @@ class HeteroTrainingJob(_Definition):
     def _tags(cls, value: Any) -> Any:
         if isinstance(value, Mapping):
             return [{"Key": str(k), "Value": str(v)} for k, v in value.items()]
+        return value
+
+    @field_validator("hyperparameters", mode="before")
+    @classmethod
+    def _hyperparameter_keys(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):  # the SDK str()s keys
+            return {k if isinstance(k, str) else str(k): v for k, v in value.items()}
         return value
 
     @field_validator("hyperparameters")
@@ -260,7 +282,10 @@ class HeteroTrainingJob(_Definition):
             job = handler(data)
         except ValidationError as err:
             line_errors.extend(rules.reraisable(err))
-        raw = data.model_dump() if isinstance(data, HeteroTrainingJob) else data
+        # cross-field rules see coerced values when the fields are valid ("3" -> 3), else the raw input
+        raw = job.model_dump() if job is not None else data
+        if isinstance(raw, HeteroTrainingJob):
+            raw = raw.model_dump()
         if isinstance(raw, Mapping):
             line_errors.extend(rules.line_error(loc, msg) for loc, msg in rules.cross_field(raw))
         if job is not None and not line_errors:
@@ -313,8 +338,11 @@ def read_definition_file(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise JobDefinitionError([Problem(where, f"cannot be read: {err}")], "cannot read definition") from None
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as err:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text, object_pairs_hook=_unique_json_keys)
+        else:
+            data = yaml.load(text, Loader=_unique_keys_loader())  # a SafeLoader subclass
+    except (yaml.YAMLError, json.JSONDecodeError, _DuplicateKeyError) as err:
         detail = _syntax_detail(err)
         raise JobDefinitionError([Problem(where, f"syntax error: {detail}")], "cannot parse definition") from None
     if data is None:
@@ -325,6 +353,41 @@ def read_definition_file(path: Path) -> dict[str, Any]:
             [Problem(where, f"top level must be a mapping of fields, not a {kind}")], "cannot parse definition"
         )
     return data
+
+
+class _DuplicateKeyError(ValueError):
+    """A key given twice in one mapping: the first value would be silently lost."""
+
+
+def _unique_json_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKeyError(f"duplicate key '{key}' (the first value would be silently lost)")
+        seen[key] = value
+    return seen
+
+
+def _unique_keys_loader() -> type[Any]:
+    """PyYAML's SafeLoader, refusing duplicate keys instead of keeping the last one."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key '{key}' (the first value would be silently lost)",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def _syntax_detail(err: Exception) -> str:

@@ -68,6 +68,16 @@ def test_validate_reports_every_problem_one_line_each(tmp_path: Path, capsys: py
         ),
         ("syntax.json", '{"role": ', "syntax error: line 1, column 10: Expecting value"),
         ("list.yaml", "- a\n- b\n", "top level must be a mapping of fields, not a list"),
+        (
+            "dup.yaml",
+            "role: a\ninputs:\n  a: s3://b/a\ninputs:\n  b: s3://b/b\n",
+            "syntax error: line 4, column 1: duplicate key 'inputs' (the first value would be silently lost)",
+        ),
+        (
+            "dup.json",
+            '{"role": "a", "role": "b"}',
+            "syntax error: duplicate key 'role' (the first value would be silently lost)",
+        ),
     ],
 )
 def test_validate_bad_files(

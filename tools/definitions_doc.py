@@ -42,6 +42,12 @@ def placeholders() -> dict[str, Any]:
         "pytorch_versions": ", ".join(known),
         "many_hyperparameters": {f"hp{i}": i for i in range(92)},
         "long_value": "x" * 2500,
+        "long_uri": "s3://my-bucket/" + "k" * 1010,
+        "long_key": "k" * 257,
+        "long_text": "x" * 600,
+        "long_tag_key": "t" * 129,
+        "many_subnets": [f"subnet-{i:017x}" for i in range(17)],
+        "many_variables": {f"VAR_{i}": "1" for i in range(101)},
     }
 
 
@@ -49,18 +55,35 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
-def _steps(path: str) -> list[str | int]:
-    return [name if name else int(index) for name, index in _STEP.findall(path)]
+def _steps(path: str, values: dict[str, Any] | None = None) -> list[str | int]:
+    steps: list[str | int] = []
+    for name, index in _STEP.findall(path):
+        if not name:
+            steps.append(int(index))
+        elif values and name.startswith("{") and name.endswith("}") and name[1:-1] in values:
+            steps.append(str(values[name[1:-1]]))
+        else:
+            steps.append(name)
+    return steps
+
+
+def _fill_values(given: Any, values: dict[str, Any]) -> Any:
+    """Replace "{name}" placeholders anywhere inside an example's value."""
+    if isinstance(given, str) and given.startswith("{") and given.endswith("}") and given[1:-1] in values:
+        return values[given[1:-1]]
+    if isinstance(given, dict):
+        return {k: _fill_values(v, values) for k, v in given.items()}
+    if isinstance(given, list):
+        return [_fill_values(v, values) for v in given]
+    return given
 
 
 def apply(base: dict[str, Any], example: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     """The base definition with the example's ``set`` and ``remove`` applied."""
     data = copy.deepcopy(base)
     for path, given in (example.get("set") or {}).items():
-        value = given
-        if isinstance(given, str) and given.startswith("{") and given.endswith("}") and given[1:-1] in values:
-            value = values[given[1:-1]]
-        *parents, last = _steps(path)
+        value = _fill_values(given, values)
+        *parents, last = _steps(path, values)
         node: Any = data
         for step in parents:
             node = node[step]
@@ -75,7 +98,10 @@ def apply(base: dict[str, Any], example: dict[str, Any], values: dict[str, Any])
 
 
 def expected(example: dict[str, Any], values: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(loc, msg.format(**values) if "{" in msg else msg) for loc, msg in example["problems"]]
+    def fill(text: str) -> str:
+        return re.sub(r"\{([a-z_]+)\}", lambda m: str(values.get(m.group(1), m.group(0))), text)
+
+    return [(fill(loc), fill(msg)) for loc, msg in example["problems"]]
 
 
 def problems_of(definition: dict[str, Any]) -> list[tuple[str, str]]:
@@ -162,7 +188,7 @@ def render() -> str:
             lines += ["", f"### {section}", ""]
         change = {k: example[k] for k in ("set", "remove") if k in example}
         shown = yaml.safe_dump(change, sort_keys=False, width=100).strip()
-        shown = re.sub(r"'\{(many_hyperparameters|long_value)\}'", r"<\1>", shown)
+        shown = re.sub(r"'\{([a-z_]+)\}'", r"<\1>", shown)
         lines += [f"**{example['rule']}**", "", "```yaml", shown, "```", ""]
         lines += [f"    {loc}: {msg}" for loc, msg in expected(example, values)]
         lines.append("")
