@@ -142,12 +142,13 @@ class HeteroTrainingOperator(BaseOperator):
         from airflow_hetero.request import base_job_name
 
         if self.job_name:
-            for attempt in range(naming.MAX_ATTEMPT + 1):
-                name = self.job_name if attempt == 0 else f"{self.job_name}-{attempt}"
+            # the longest name this task may use must be valid before the first job is sent
+            for name in (self.job_name, f"{self.job_name}-{naming.MAX_ATTEMPT}"):
                 problem = naming.check_job_name(name)
                 if problem:
-                    raise AirflowFailException(f"job_name: {problem}")
-                yield name
+                    raise AirflowFailException(f"job_name: {problem} (retries append up to -{naming.MAX_ATTEMPT})")
+            for attempt in range(naming.MAX_ATTEMPT + 1):
+                yield self.job_name if attempt == 0 else f"{self.job_name}-{attempt}"
             return
         ti: Any = context["ti"]
         key = naming.stable_hash(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
