@@ -414,6 +414,16 @@ def _code(raw: Mapping[str, Any]) -> Iterator[Finding]:
             yield ("entry_point",), (f"'{entry}' must be a path relative to source_dir (no leading '/', no '..')")
     if isinstance(source, str) and source.lower().startswith("s3://") and not source.endswith(".tar.gz"):
         yield ("source_dir",), f"'{source}' must point to a .tar.gz file when it is an S3 URI"
+    output = raw.get("output_path")
+    local_code = entry is not None and not (isinstance(source, str) and source.lower().startswith("s3://"))
+    if local_code and isinstance(output, str) and output.lower().startswith("https://"):
+        yield (
+            ("output_path",),
+            (
+                "local code is uploaded to the output bucket, so give output_path as s3://bucket/prefix "
+                "(or put the code in S3 and set source_dir to its .tar.gz)"
+            ),
+        )
     base = raw.get("base_job_name")
     if isinstance(base, str):
         problem = check_base_job_name(base)

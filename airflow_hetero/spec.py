@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Self, cast
+from typing import Any, ClassVar, Literal, Self, cast
 
 from pydantic import (
     BaseModel,
@@ -43,8 +43,13 @@ class _DefinitionMeta(ModelMetaclass):
     """Constructing a definition directly raises :class:`JobDefinitionError`, like ``load_job``."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        names: tuple[str, ...] = getattr(cls, "_positional", ())
+        if args:  # the SDK's positional form, e.g. InstanceGroup("data", "ml.c5.xlarge", 2)
+            if len(args) > len(names):
+                raise TypeError(f"{cls.__name__} takes at most {len(names)} positional arguments ({', '.join(names)})")
+            kwargs = {**dict(zip(names, args, strict=False)), **kwargs}
         try:
-            return super().__call__(*args, **kwargs)
+            return super().__call__(**kwargs)
         except ValidationError as err:
             raise JobDefinitionError.from_validation_error(err, cast("type[BaseModel]", cls)) from None
 
@@ -74,6 +79,8 @@ class _Definition(BaseModel, metaclass=_DefinitionMeta):
 
 class InstanceGroup(_Definition):
     """One instance group of a heterogeneous cluster (SDK: ``sagemaker.instance_group.InstanceGroup``)."""
+
+    _positional: ClassVar[tuple[str, ...]] = ("instance_group_name", "instance_type", "instance_count")
 
     instance_group_name: str = Field(description="Name of the group, 1 to 64 characters, unique in the job.")
     instance_type: str = Field(description="A SageMaker training instance type, e.g. ml.c5.18xlarge.")
@@ -108,6 +115,8 @@ class ShuffleConfig(_Definition):
 
 class TrainingInput(_Definition):
     """One input channel (SDK: ``sagemaker.inputs.TrainingInput``), optionally bound to groups."""
+
+    _positional: ClassVar[tuple[str, ...]] = ("s3_data",)
 
     s3_data: str = Field(description="S3 URI of the data (s3://bucket/prefix).")
     distribution: Literal["FullyReplicated", "ShardedByS3Key"] = Field(

@@ -45,6 +45,29 @@ def test_python_objects_like_the_sdk() -> None:
     assert request["HyperParameters"]["sagemaker_distribution_instance_groups"] == '["dnn"]'
 
 
+def test_sdk_positional_form() -> None:
+    group = InstanceGroup("data", "ml.c5.xlarge", 2)
+    assert (group.instance_group_name, group.instance_type, group.instance_count) == ("data", "ml.c5.xlarge", 2)
+    assert TrainingInput("s3://b/train", instance_groups=["data"]).s3_data == "s3://b/train"
+    with pytest.raises(TypeError, match="at most 3 positional arguments"):
+        InstanceGroup("a", "ml.c5.xlarge", 1, "extra")
+
+
+def test_dag_level_imports_load_no_boto3_botocore_or_provider_operators() -> None:
+    code = (
+        "import sys; from airflow.sdk import DAG;"
+        "before = set(sys.modules);"
+        "from airflow_hetero.operators import HeteroTrainingOperator, HeteroLogSummaryOperator;"
+        "from airflow_hetero.sensors import HeteroTrainingSensor;"
+        "import airflow_hetero.spec;"
+        "added = set(sys.modules) - before;"
+        "heavy = ('boto3', 'botocore', 'aiobotocore', 'airflow.providers.amazon', 'moto', 'werkzeug');"
+        "print(sorted(m for m in added if m.startswith(heavy)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
 def test_direct_construction_raises_job_definition_error() -> None:
     with pytest.raises(JobDefinitionError) as info:
         InstanceGroup(instance_group_name="a", instance_type="ml.c5.xlarge", instance_count=-1)
