@@ -9,6 +9,7 @@ errors (throttling, 5xx, dropped connections) with bounded backoff; permanent er
 
 from __future__ import annotations
 
+import time
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -130,7 +131,11 @@ class HeteroTrainingHook(AwsBaseHook):
             except Exception as exc:
                 if not is_transient(exc) or attempt >= self.retry_policy.max_attempts:
                     raise
-                self.log.warning("CreateTrainingJob %s: transient error, checking for the job: %s", name, exc)
+                delay = self.retry_policy.delay(attempt)
+                self.log.warning(
+                    "CreateTrainingJob %s: transient error, checking for the job in %.1fs: %s", name, delay, exc
+                )
+                time.sleep(delay)  # throttling needs room; the lookup below is retried on its own too
                 existing = self.find_training_job(name)
                 if existing is not None:
                     return {"TrainingJobArn": existing["TrainingJobArn"]}
@@ -138,9 +143,7 @@ class HeteroTrainingHook(AwsBaseHook):
 
     def describe_training_job(self, name: str) -> dict[str, Any]:
         """DescribeTrainingJob, with transient errors retried."""
-        return dict(
-            self.call(self.conn.describe_training_job, f"DescribeTrainingJob {name}", TrainingJobName=name)
-        )
+        return dict(self.call(self.conn.describe_training_job, f"DescribeTrainingJob {name}", TrainingJobName=name))
 
     def find_training_job(self, name: str) -> dict[str, Any] | None:
         """DescribeTrainingJob, or None when no job has that name."""
