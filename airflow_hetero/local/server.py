@@ -35,6 +35,8 @@ class LocalEndpoint:
     when None); ``port`` 0 picks a free port; ``host`` is the bind address (loopback unless given);
     ``seed`` makes the host-to-group shuffle repeatable. ``stop_grace``, ``metrics_interval`` and
     ``log_flush_interval`` are seconds (SIGTERM->SIGKILL grace, metric sampling, log batching).
+    Requests from web pages and for other ``Host`` names are refused (see
+    :class:`airflow_hetero.local.app.RequestGuard`).
     """
 
     def __init__(
@@ -69,7 +71,7 @@ class LocalEndpoint:
         try:
             from werkzeug.serving import make_server
 
-            from airflow_hetero.local.app import EndpointApp, moto_app
+            from airflow_hetero.local.app import EndpointApp, RequestGuard, moto_app
             from airflow_hetero.local.service import TrainingService
 
             fallback = moto_app()
@@ -84,8 +86,9 @@ class LocalEndpoint:
             self._workdir = self._workdir_arg
             self._workdir.mkdir(parents=True, exist_ok=True)
         self.service = TrainingService(self._workdir, seed=self.seed, options=self.options)
-        app = EndpointApp(self.service, fallback)
+        app = RequestGuard(EndpointApp(self.service, fallback), self.host)
         self._server = make_server(self.host, self._port, app, threaded=True, request_handler=_QuietHandler())
+        app.bind(self.port)
         self.service.attach(self.url)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-endpoint", daemon=True)
         self._thread.start()
