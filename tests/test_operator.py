@@ -206,7 +206,8 @@ def test_explicit_job_name_and_its_fresh_suffix(jobs: MotoJobs) -> None:
 def test_explicit_job_name_too_long_for_its_retry_suffix_fails_before_any_job(jobs: MotoJobs) -> None:
     name = "n" * 62  # valid alone, but "-99" would make it 65 characters
     with pytest.raises(
-        AirflowFailException, match=r"job_name: 'n{62}-99' is 65 characters; SageMaker allows 1 to 63 \(retries append up to -99\)"
+        AirflowFailException,
+        match=r"job_name: 'n{62}-99' is 65 characters; SageMaker allows 1 to 63 \(retries append up to -99\)",
     ):
         operator(job_name=name).execute(context())
     assert jobs.calls["CreateTrainingJob"] == 0
