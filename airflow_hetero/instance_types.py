@@ -19,10 +19,10 @@ from pathlib import Path
 _SHAPE = b'"TrainingInstanceType":'
 _FAMILY = re.compile(r"^ml\.([a-z][a-z0-9-]*)\.[a-z0-9-]+$")
 
-#: Instance types that smdistributed dataparallel accepts (the SDK's own list).
-SMDDP_INSTANCE_TYPES = frozenset(
-    {"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge"}
-)
+#: The multi-GPU instance types of smdistributed dataparallel: the SDK's own list
+#: (``fw_utils.SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES``, which it defines but does not check).
+#: ml.p5.48xlarge is not in it: the SDK allows smdistributed on p5 only with torch_distributed.
+SMDDP_INSTANCE_TYPES = frozenset({"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge"})
 
 
 class InstanceTypeCatalogError(RuntimeError):

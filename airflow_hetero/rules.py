@@ -2,7 +2,8 @@
 
 Single-field checks are called from field validators; ``cross_field`` checks rules that
 span fields on the raw definition, so they run (and report) even when some field is
-invalid. ``docs/definitions.md`` lists every rule; a test keeps the two in step.
+invalid. The ``distribution`` rules live in :mod:`airflow_hetero.distribution_rules`.
+``docs/definitions.md`` lists every rule; a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -14,14 +15,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
-from airflow_hetero import instance_types
+from airflow_hetero import distribution_rules, instance_types
+from airflow_hetero.distribution_rules import STRATEGIES, Finding, Loc, distribution_group
 from airflow_hetero.naming import MAX_BASE_JOB_NAME, check_base_job_name
 
 if TYPE_CHECKING:
     from airflow_hetero.spec import HeteroTrainingJob
-
-Loc = tuple[str | int, ...]
-Finding = tuple[Loc, str]
 
 MAX_GROUPS = 5
 MAX_CHANNELS = 20
@@ -33,23 +32,7 @@ ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]
 S3_URI = re.compile(r"^(https|s3)://([^/]+)/?(.*)$")
 CHANNEL_NAME = re.compile(r"^[A-Za-z0-9\.\-_]+$")
 ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-STRATEGIES = (
-    "mpi",
-    "smdistributed",
-    "torch_distributed",
-    "pytorchddp",
-    "pytorchxla",
-    "parameter_server",
-    "multi_worker_mirrored_strategy",
-)
-PYTORCH_ONLY = {"torch_distributed", "pytorchddp", "pytorchxla"}
-TENSORFLOW_ONLY = {"parameter_server", "multi_worker_mirrored_strategy"}
 HETERO_MINIMUM = {"pytorch": (1, 10), "tensorflow": (2, 6)}
-STRATEGY_KEYS: dict[str, set[str]] = {
-    "mpi": {"enabled", "processes_per_host", "custom_mpi_options"},
-    "dataparallel": {"enabled", "custom_mpi_options"},
-    "modelparallel": {"enabled", "parameters"},
-}
 
 
 def fail(msg: str) -> PydanticCustomError:
@@ -161,7 +144,7 @@ def cross_field(raw: Mapping[str, Any]) -> Iterator[Finding]:
     )
     yield from _cluster(raw, groups, names)
     yield from _channels(raw, names)
-    yield from _distribution(raw, groups, names)
+    yield from distribution_rules.check(raw, groups, names)
     yield from _code(raw)
     yield from _misc(raw)
     yield from _hyperparameters(raw)
@@ -241,146 +224,6 @@ def _channels(raw: Mapping[str, Any], names: list[str]) -> Iterator[Finding]:
         dupes = sorted({n for n in chosen if isinstance(n, str) and chosen.count(n) > 1})
         if dupes:
             yield loc, f"group {', '.join(repr(d) for d in dupes)} listed more than once"
-
-
-def distribution_group(distribution: Any, names: list[str]) -> str | None:
-    """The group that runs the strategy: the one named, or the only group of the job."""
-    if not isinstance(distribution, Mapping):
-        return None
-    named = distribution.get("instance_groups")
-    if isinstance(named, list) and len(named) == 1 and isinstance(named[0], str):
-        return named[0]
-    if len(names) == 1 and any(k in distribution for k in STRATEGIES):
-        return names[0]
-    return None
-
-
-def _distribution(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[str]) -> Iterator[Finding]:
-    dist = raw.get("distribution")
-    if dist is None:
-        return
-    if not isinstance(dist, Mapping):
-        return  # the field's own type error says it must be a mapping
-    framework = raw.get("framework")
-    strategies = [k for k in dist if k in STRATEGIES]
-    for key in dist:
-        if key not in STRATEGIES and key != "instance_groups":
-            yield (
-                ("distribution", str(key)),
-                (f"unknown key '{key}'; allowed: instance_groups and one strategy of {', '.join(STRATEGIES)}"),
-            )
-    if not strategies:
-        yield (
-            ("distribution",),
-            (
-                "names no strategy; add exactly one of "
-                f"{', '.join(STRATEGIES)} (naming instance groups alone distributes nothing)"
-            ),
-        )
-    elif len(strategies) > 1:
-        yield ("distribution",), f"has {len(strategies)} strategies ({', '.join(strategies)}); give exactly one"
-    if framework is None and raw.get("image_uri") is not None:
-        yield (
-            ("distribution",),
-            (
-                "needs framework (pytorch or tensorflow): the strategy is launched by the framework "
-                "container's training toolkit"
-            ),
-        )
-    for key in strategies:
-        if framework == "tensorflow" and key in PYTORCH_ONLY:
-            yield ("distribution", key), f"'{key}' is a PyTorch strategy; this job uses tensorflow"
-        if framework == "pytorch" and key in TENSORFLOW_ONLY:
-            yield ("distribution", key), f"'{key}' is a TensorFlow strategy; this job uses pytorch"
-        yield from _strategy_options(key, dist[key])
-    yield from _distribution_groups(raw, dist, groups, names, strategies)
-
-
-def _strategy_options(key: str, options: Any) -> Iterator[Finding]:
-    loc: Loc = ("distribution", key)
-    if not isinstance(options, Mapping):
-        yield loc, "must be a mapping, e.g. {enabled: true}"
-        return
-    if key == "smdistributed":
-        kinds = [k for k in options if k in ("dataparallel", "modelparallel")]
-        for other in (k for k in options if k not in ("dataparallel", "modelparallel")):
-            yield (*loc, str(other)), f"unknown key '{other}'; allowed: dataparallel or modelparallel"
-        if len(kinds) != 1:
-            yield loc, "give exactly one of dataparallel or modelparallel"
-        for kind in kinds:
-            yield from _option_keys((*loc, kind), options[kind], STRATEGY_KEYS[kind])
-        return
-    yield from _option_keys(loc, options, STRATEGY_KEYS.get(key, {"enabled"}))
-    per_host = options.get("processes_per_host")
-    if (
-        key == "mpi"
-        and per_host is not None
-        and (isinstance(per_host, bool) or not isinstance(per_host, int) or per_host < 1)
-    ):
-        yield (*loc, "processes_per_host"), f"must be a whole number of at least 1 (got {per_host!r})"
-
-
-def _option_keys(loc: Loc, options: Any, allowed: set[str]) -> Iterator[Finding]:
-    if not isinstance(options, Mapping):
-        yield loc, "must be a mapping, e.g. {enabled: true}"
-        return
-    for key in options:
-        if key not in allowed:
-            yield (*loc, str(key)), f"unknown option '{key}'; allowed: {', '.join(sorted(allowed))}"
-    enabled = options.get("enabled")
-    if enabled is not None and not isinstance(enabled, bool):
-        yield (*loc, "enabled"), f"must be true or false (got {enabled!r})"
-
-
-def _distribution_groups(
-    raw: Mapping[str, Any],
-    dist: Mapping[str, Any],
-    groups: list[dict[str, Any]],
-    names: list[str],
-    strategies: list[str],
-) -> Iterator[Finding]:
-    loc: Loc = ("distribution", "instance_groups")
-    named = dist.get("instance_groups")
-    hetero = raw.get("instance_groups") is not None
-    if named is not None and not hetero:
-        yield loc, "only a heterogeneous job (one with instance_groups) can name distribution groups"
-        return
-    if named is None:
-        if hetero and len(names) > 1 and strategies:
-            yield (
-                loc,
-                (
-                    f"required for a job with {len(names)} instance groups: name the one group "
-                    f"that runs {strategies[0]} (one of: {', '.join(names)})"
-                ),
-            )
-        target = names[0] if hetero and len(names) == 1 else None
-    elif not isinstance(named, list) or not all(isinstance(n, str) for n in named):
-        yield loc, "must be a list with one group name, e.g. [dnn_group]"
-        return
-    elif len(named) != 1:
-        yield loc, f"names {len(named)} groups; a distribution strategy runs on exactly one instance group"
-        return
-    elif named[0] not in names:
-        yield loc, f"unknown instance group '{named[0]}'; the job's groups are: {', '.join(names) or '(none)'}"
-        return
-    else:
-        target = named[0]
-    smddp = dist.get("smdistributed")
-    if isinstance(smddp, Mapping) and "dataparallel" in smddp:
-        types = [g.get("instance_type") for g in groups if g.get("instance_group_name") == target]
-        if not hetero:
-            types = [raw.get("instance_type")]
-        bad = [t for t in types if isinstance(t, str) and t not in instance_types.SMDDP_INSTANCE_TYPES]
-        if bad:
-            yield (
-                ("distribution", "smdistributed", "dataparallel"),
-                (
-                    f"smdistributed dataparallel needs a multi-GPU instance type, but "
-                    f"{'group ' + repr(target) if target else 'the cluster'} uses {bad[0]}; allowed: "
-                    f"{', '.join(sorted(instance_types.SMDDP_INSTANCE_TYPES))}"
-                ),
-            )
 
 
 def _code(raw: Mapping[str, Any]) -> Iterator[Finding]:
@@ -568,4 +411,4 @@ def after_encoding(job: HeteroTrainingJob) -> Iterator[Finding]:
         )
 
 
-__all__ = ["MAX_BASE_JOB_NAME", "Finding", "cross_field", "distribution_group"]
+__all__ = ["MAX_BASE_JOB_NAME", "STRATEGIES", "Finding", "Loc", "cross_field", "distribution_group"]
