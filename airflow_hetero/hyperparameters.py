@@ -6,9 +6,9 @@ keys for the code, logging, job name, region and distribution strategy. A plain 
 estimator JSON-encodes user values only when ``source_dir`` is set (otherwise ``str()``),
 and its own ``sagemaker_*`` keys always.
 
-One deliberate difference from the SDK: ``torch_distributed`` on a heterogeneous job also
-gets ``sagemaker_distribution_instance_groups`` (the SDK forgets it, and the container
-then starts torchrun on every group).
+One deliberate difference from the SDK: an enabled ``torch_distributed`` on a heterogeneous
+job also gets ``sagemaker_distribution_instance_groups`` (the SDK forgets it unless
+``smdistributed`` is set too, and the container then starts torchrun on every group).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero import source
+from airflow_hetero import distribution_rules, source
 
 if TYPE_CHECKING:
     from airflow_hetero.spec import HeteroTrainingJob
@@ -83,57 +83,67 @@ def sdk_hyperparameters(job: HeteroTrainingJob, *, job_name: str, region: str) -
 
 
 def distribution_hyperparameters(job: HeteroTrainingJob) -> dict[str, Any]:
-    """The ``sagemaker_*`` keys that launch the job's distribution strategy."""
-    dist = job.distribution or {}
-    config: dict[str, Any] = {}
-    instance_type = None if job.is_hetero else job.instance_type
-    group = job.distribution_group
-    if job.is_hetero and group is not None:
-        # for torch_distributed this is a deliberate difference from the SDK (module docstring)
+    """The ``sagemaker_*`` keys that launch the job's distribution, as the SDK computes them.
+
+    PyTorch: ``pytorchddp`` is the SDK's alias of smdistributed dataparallel; an enabled
+    ``torch_distributed`` sends only its own switch, unless ``smdistributed`` is there too
+    (``PyTorch._pytorch_distribution_configuration``). Everything else:
+    ``Framework._distribution_configuration``.
+    """
+    dist = distribution_rules.sdk_form(job.distribution or {}, job.framework)
+    group = job.distribution_group if job.is_hetero else None
+    if not distribution_rules.torch_distributed_launches(dist, job.framework):
+        return _framework_configuration(dist, group, job.instance_type)
+    config = _framework_configuration(dist, group, job.instance_type) if "smdistributed" in dist else {}
+    config["sagemaker_torch_distributed_enabled"] = True
+    if job.instance_type is not None:
+        config["sagemaker_instance_type"] = job.instance_type
+    if group is not None:
+        # a deliberate difference from the SDK (module docstring)
         config["sagemaker_distribution_instance_groups"] = [group]
-    if _enabled(dist, "torch_distributed"):
-        config["sagemaker_torch_distributed_enabled"] = True
-        if instance_type is not None:
-            config["sagemaker_instance_type"] = instance_type
-        return config
-    if _enabled(dist, "pytorchddp"):
-        config = {"sagemaker_pytorch_ddp_enabled": True}
-        if instance_type is not None:
-            config["sagemaker_instance_type"] = instance_type
-        return config
-    if _enabled(dist, "pytorchxla"):
-        return {"sagemaker_pytorch_xla_multi_worker_enabled": True}
-    if "parameter_server" in dist:
-        config["sagemaker_parameter_server_enabled"] = bool(dist["parameter_server"].get("enabled", False))
-    if "multi_worker_mirrored_strategy" in dist:
-        config["sagemaker_multi_worker_mirrored_strategy_enabled"] = bool(
-            dist["multi_worker_mirrored_strategy"].get("enabled", False)
-        )
-    mpi = dist.get("mpi", {})
-    if mpi.get("enabled", False):
-        config["sagemaker_mpi_enabled"] = True
-        if mpi.get("processes_per_host"):
-            config["sagemaker_mpi_num_of_processes_per_host"] = mpi["processes_per_host"]
-        config["sagemaker_mpi_custom_mpi_options"] = mpi.get("custom_mpi_options", "")
-    smd = dist.get("smdistributed", {})
-    if "dataparallel" in smd:
-        options = smd["dataparallel"]
-        config["sagemaker_distributed_dataparallel_enabled"] = bool(options.get("enabled", False))
-        config["sagemaker_instance_type"] = instance_type
-        config["sagemaker_distributed_dataparallel_custom_mpi_options"] = options.get("custom_mpi_options", "")
-    if "modelparallel" in smd and smd["modelparallel"].get("enabled", False):
-        config["mp_parameters"] = smd["modelparallel"].get("parameters", {})
     return config
 
 
-def _enabled(dist: dict[str, Any], strategy: str) -> bool:
-    options = dist.get(strategy)
-    return isinstance(options, dict) and bool(options.get("enabled", False))
+def _framework_configuration(dist: dict[str, Any], group: str | None, instance_type: str | None) -> dict[str, Any]:
+    """``Framework._distribution_configuration``: one key per strategy present, enabled or not."""
+    config: dict[str, Any] = {}
+    if group is not None:
+        config["sagemaker_distribution_instance_groups"] = [group]
+    if "pytorchxla" in dist:
+        config["sagemaker_pytorch_xla_multi_worker_enabled"] = _switch(dist["pytorchxla"])
+    if "parameter_server" in dist:
+        config["sagemaker_parameter_server_enabled"] = _switch(dist["parameter_server"])
+    if "mpi" in dist:
+        mpi = dist["mpi"]
+        config["sagemaker_mpi_enabled"] = _switch(mpi)
+        if mpi.get("processes_per_host"):
+            config["sagemaker_mpi_num_of_processes_per_host"] = mpi["processes_per_host"]
+        config["sagemaker_mpi_custom_mpi_options"] = mpi.get("custom_mpi_options", "")
+    if "smdistributed" in dist:
+        smd = dist["smdistributed"]
+        model_parallel = smd.get("modelparallel", {})
+        if _switch(model_parallel) and model_parallel.get("parameters"):
+            config["mp_parameters"] = model_parallel["parameters"]
+        data_parallel = smd.get("dataparallel", {})
+        config["sagemaker_distributed_dataparallel_enabled"] = _switch(data_parallel)
+        config["sagemaker_instance_type"] = instance_type
+        if _switch(data_parallel):
+            config["sagemaker_distributed_dataparallel_custom_mpi_options"] = data_parallel.get(
+                "custom_mpi_options", ""
+            )
+    if "multi_worker_mirrored_strategy" in dist:
+        config["sagemaker_multi_worker_mirrored_strategy_enabled"] = _switch(dist["multi_worker_mirrored_strategy"])
+    return config
+
+
+def _switch(options: Any) -> bool:
+    """A strategy's ``enabled`` value as sent (the spec allows only true/false; missing: false)."""
+    return bool(options.get("enabled", False)) if isinstance(options, dict) else False
 
 
 def mpi_enabled(job: HeteroTrainingJob) -> bool:
     """True when the job launches its script through MPI."""
-    return _enabled(job.distribution or {}, "mpi")
+    return _switch((job.distribution or {}).get("mpi"))
 
 
 def _tensorflow_model_dir(job: HeteroTrainingJob, job_name: str) -> str:

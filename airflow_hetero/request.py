@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero import images, instance_types, naming, source
+from airflow_hetero import distribution_rules, images, instance_types, naming, source
 from airflow_hetero.errors import JobDefinitionError, Problem
 from airflow_hetero.hyperparameters import sdk_hyperparameters
 
@@ -36,6 +36,19 @@ DEBUGGER_UNSUPPORTED_REGIONS = frozenset(
     }
 )
 PROFILER_UNSUPPORTED_REGIONS = DEBUGGER_UNSUPPORTED_REGIONS
+#: Tags the SDK extends on p4d instances or with smdistributed (image_uris._get_image_tag, SDK 2.257).
+AUTO_CONTAINER_VERSIONS = {
+    "tensorflow-2.3-gpu-py37": "cu110-ubuntu18.04-v3",
+    "tensorflow-2.3.1-gpu-py37": "cu110-ubuntu18.04",
+    "tensorflow-2.3.2-gpu-py37": "cu110-ubuntu18.04",
+    "tensorflow-1.15-gpu-py37": "cu110-ubuntu18.04-v8",
+    "tensorflow-1.15.4-gpu-py37": "cu110-ubuntu18.04",
+    "tensorflow-1.15.5-gpu-py37": "cu110-ubuntu18.04",
+    "pytorch-1.6-gpu-py36": "cu110-ubuntu18.04-v3",
+    "pytorch-1.6.0-gpu-py36": "cu110-ubuntu18.04",
+    "pytorch-1.6-gpu-py3": "cu110-ubuntu18.04-v3",
+    "pytorch-1.6.0-gpu-py3": "cu110-ubuntu18.04",
+}
 #: Framework versions from which the SDK turns on SageMaker metrics time series by default.
 METRICS_TIME_SERIES_FROM = {"pytorch": (1, 3), "tensorflow": (1, 15)}
 
@@ -74,9 +87,9 @@ def build_training_request(job: HeteroTrainingJob, *, job_name: str, region: str
     hyperparameters = sdk_hyperparameters(job, job_name=job_name, region=region)
     if hyperparameters:
         request["HyperParameters"] = hyperparameters
-    if job.environment:
-        request["Environment"] = dict(job.environment)
-    if job.tags:
+    if job.environment is not None:
+        request["Environment"] = dict(job.environment)  # the SDK sends an empty mapping too
+    if job.tags is not None:
         request["Tags"] = [dict(t) for t in job.tags]
     if job.subnets is not None and job.security_group_ids is not None:
         request["VpcConfig"] = {"Subnets": list(job.subnets), "SecurityGroupIds": list(job.security_group_ids)}
@@ -170,9 +183,15 @@ def training_image(job: HeteroTrainingJob, region: str) -> str:
     if job.image_uri:
         return job.image_uri
     assert job.framework and job.framework_version and job.py_version  # guaranteed by the spec
-    return images.training_image_uri(
-        job.framework, job.framework_version, job.py_version, region, image_instance_type(job)
-    )
+    instance_type = image_instance_type(job)
+    uri = images.training_image_uri(job.framework, job.framework_version, job.py_version, region, instance_type)
+    dist = distribution_rules.sdk_form(job.distribution or {}, job.framework)
+    if instance_types.family(instance_type) == "p4d" or "smdistributed" in dist:
+        # image_uris._should_auto_select_container_version: a CUDA 11 build of some old images
+        suffix = AUTO_CONTAINER_VERSIONS.get(f"{job.framework}-{uri.rpartition(':')[2]}")
+        if suffix:
+            uri = f"{uri}-{suffix}"
+    return uri
 
 
 def image_instance_type(job: HeteroTrainingJob) -> str:
@@ -203,10 +222,13 @@ def _metrics_time_series(job: HeteroTrainingJob) -> bool:
 
 
 def _debugger_on(job: HeteroTrainingJob, region: str) -> bool:
+    """The SDK's default debugger hook, and where it turns the hook off."""
     if region in DEBUGGER_UNSUPPORTED_REGIONS:
         return False
     if job.framework and job.checkpoint_s3_uri and job.checkpoint_local_path:
-        # SMDebug does not support distributed jobs with checkpointing (the SDK turns it off)
-        instances = sum(g.instance_count for g in job.instance_groups or []) or (job.instance_count or 1)
-        return instances <= 1 and job.distribution is None
-    return True
+        # SMDebug does not support checkpointing in distributed jobs; the SDK's test counts every
+        # framework job as distributed (its distribution is never None), and crashes on hetero jobs
+        return False
+    ps = (job.distribution or {}).get("parameter_server")
+    # SMDebug does not support TensorFlow's parameter server (TensorFlow._validate_and_set_debugger_configs)
+    return not (job.framework == "tensorflow" and isinstance(ps, dict) and ps.get("enabled") is True)

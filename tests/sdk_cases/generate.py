@@ -24,6 +24,13 @@ are resolved against this directory and recorded relative to it.
 
 For cases whose code is uploaded (local source_dir/entry_point), ``<case>.upload.json``
 records the S3 objects the SDK wrote and the member names of the uploaded tarball.
+
+Cases the SDK refuses (``expect_error``), and the few it accepts that airflow-hetero refuses
+on purpose, carry ``problems``: the exact ``[field path, message]`` list airflow-hetero
+reports (ignored here, checked by tests/test_sdk_equivalence.py).
+
+Every run also writes ``sdk_constants.json``: the SDK's own lists that airflow-hetero's
+distribution rules and request builder copy (a test keeps the copies equal).
 """
 
 from __future__ import annotations
@@ -228,8 +235,32 @@ def _uploads(s3: Any) -> list[dict[str, Any]]:
     return found
 
 
+def write_constants() -> dict[str, Any]:
+    """The SDK lists that airflow_hetero copies, as this SDK version has them."""
+    from sagemaker import fw_utils
+    from sagemaker.estimator import Framework
+
+    constants = {
+        "SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS": fw_utils.SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS,
+        "SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES": list(fw_utils.SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES),
+        "TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS": (
+            fw_utils.TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS
+        ),
+        "TRAINIUM_SUPPORTED_TORCH_DISTRIBUTED_FRAMEWORK_VERSIONS": (
+            fw_utils.TRAINIUM_SUPPORTED_TORCH_DISTRIBUTED_FRAMEWORK_VERSIONS
+        ),
+        "UNSUPPORTED_DLC_IMAGE_FOR_SM_PARALLELISM": list(Framework.UNSUPPORTED_DLC_IMAGE_FOR_SM_PARALLELISM),
+        "DEBUGGER_UNSUPPORTED_REGIONS": list(fw_utils.DEBUGGER_UNSUPPORTED_REGIONS),
+        "PROFILER_UNSUPPORTED_REGIONS": list(fw_utils.PROFILER_UNSUPPORTED_REGIONS),
+        "sagemaker": sagemaker.__version__,
+    }
+    (HERE / "sdk_constants.json").write_text(json.dumps(constants, sort_keys=True, indent=2) + "\n")
+    return constants
+
+
 def main(argv: list[str]) -> int:
     """Run the named cases (file stems) or all of them."""
+    write_constants()
     paths = sorted(HERE.glob("*.yaml"))
     if argv:
         paths = [p for p in paths if p.stem in argv]
