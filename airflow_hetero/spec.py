@@ -186,7 +186,7 @@ class HeteroTrainingJob(_Definition):
         default_factory=dict, description="Passed to the script, encoded as the SDK encodes them."
     )
     distribution: dict[str, Any] | None = Field(
-        default=None, description="One strategy (mpi, smdistributed, torch_distributed, ...) on one group."
+        default=None, description="The SDK's distribution dict: a strategy (mpi, smdistributed, ...) on one group."
     )
     base_job_name: str | None = Field(
         default=None, description="Prefix of derived job names (default: the image's repository name)."

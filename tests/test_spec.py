@@ -29,7 +29,7 @@ def test_python_objects_like_the_sdk() -> None:
         role=BASE["role"],
         output_path="s3://b/out",
         framework="pytorch",
-        framework_version="2.0",
+        framework_version="2.0.1",
         py_version="py310",
         entry_point="train.py",
         source_dir="s3://b/src.tar.gz",
