@@ -6,7 +6,6 @@ Every problem in a definition is collected and reported at once, one line each:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -74,6 +73,8 @@ def _friendly_message(item: Any, loc: Loc, model: type[BaseModel]) -> str:
     if kind == "extra_forbidden":
         allowed = _fields_at(model, loc[:-1])
         name = str(loc[-1])
+        import difflib  # only when there is a problem to explain
+
         hint = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
         did_you_mean = f"; did you mean '{hint[0]}'?" if hint else ""
         return f"unknown field '{name}'{did_you_mean} (allowed: {', '.join(sorted(allowed))})"

@@ -8,7 +8,6 @@ cheap enough to check every definition fully at DAG-parse time.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import gzip
 import importlib.util
@@ -69,5 +68,7 @@ def is_gpu(instance_type: str) -> bool:
 
 def closest(instance_type: str) -> str | None:
     """The most similar valid instance type, for 'did you mean' hints."""
+    import difflib  # only when there is a problem to explain
+
     found = difflib.get_close_matches(instance_type, sorted(training_instance_types()), n=1, cutoff=0.6)
     return found[0] if found else None

@@ -8,11 +8,12 @@ encryption (the output KMS key when one is set).
 from __future__ import annotations
 
 import io
-import tarfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import tarfile
+
     from airflow_hetero.spec import HeteroTrainingJob
 
 _SKIP_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints"}
@@ -77,6 +78,8 @@ def package_source_dir(job: HeteroTrainingJob, base: Path | None = None, *, incl
     """
     if job.entry_point is None:
         raise SourceDirError("entry_point: no training code to package")
+    import tarfile  # packaging happens at submission, not at DAG-parse time
+
     root = Path(base) if base is not None else Path.cwd()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -106,6 +109,8 @@ def _add_runtime(tar: tarfile.TarFile) -> None:
 
     package = Path(runtime.__file__).parent
     init = b'"""The airflow-hetero runtime helper, shipped with the training code."""\n'
+    import tarfile
+
     info = tarfile.TarInfo("airflow_hetero/__init__.py")
     info.size = len(init)
     tar.addfile(info, io.BytesIO(init))
