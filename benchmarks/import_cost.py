@@ -4,7 +4,10 @@ Each variant is a small DAG file run as its own Python process (what a DAG-file 
 for a fresh parse); the variants run interleaved, round after round, so machine noise hits all
 of them alike, and medians are compared with the baseline of the same run: the definition with
 a DAG that has no task, the operator with the same DAG holding a plain ``BaseOperator`` task
-(creating the first task of a DAG costs the same whatever the operator).
+(creating the first task of a DAG costs the same whatever the operator). Whole-process times of
+near-identical files still differ by a few percent on a shared machine, so the first table
+times, inside each parse, only the code after ``airflow.sdk`` is imported, and reports what a
+variant adds as a share of a whole parse.
 
     python -m benchmarks.import_cost [--rounds 15]
 """
@@ -83,25 +86,50 @@ def _cpu_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Wall seconds and CPU seconds (user + system) of each parse, per variant."""
+def instrumented(code: str) -> str:
+    """The DAG file, printing the seconds it spends after ``airflow.sdk`` is imported."""
+    head, sdk_import, rest = code.partition("from airflow.sdk import")
+    line, _, body = rest.partition("\n")
+    return (
+        f"{head}{sdk_import}{line}\nimport time as _bench_time\n_bench_start = _bench_time.perf_counter()\n"
+        f"{body}\nprint(_bench_time.perf_counter() - _bench_start)\n"
+    )
+
+
+def run(rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
+    """Per variant: wall and CPU seconds of each whole parse, and seconds spent after airflow.sdk."""
     wall: dict[str, list[float]] = {name: [] for name in VARIANTS}
     cpu: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    after_sdk: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as tmp:
         files = {}
         for index, (name, code) in enumerate(VARIANTS.items()):
             path = Path(tmp) / f"dag_{index}.py"
-            path.write_text(code)
+            path.write_text(instrumented(code))
             files[name] = path
         for path in files.values():  # warm the OS cache, and fail loudly if a variant is broken
             subprocess.run([sys.executable, str(path)], check=True, capture_output=True)
         for _ in range(rounds):
             for name, path in files.items():
                 start, cpu_start = time.perf_counter(), _cpu_children()
-                subprocess.run([sys.executable, str(path)], check=True, capture_output=True)
+                proc = subprocess.run([sys.executable, str(path)], check=True, capture_output=True, text=True)
                 wall[name].append(time.perf_counter() - start)
                 cpu[name].append(_cpu_children() - cpu_start)
-    return wall, cpu
+                after_sdk[name].append(float(proc.stdout.strip().splitlines()[-1]))
+    return wall, cpu, after_sdk
+
+
+def report_added(after_sdk: dict[str, list[float]], wall: dict[str, list[float]]) -> None:
+    """What each variant's own code costs beyond its baseline's, as a share of a whole parse.
+
+    Timed inside each process around the code that differs, so other load on the machine
+    barely moves it (whole-process medians of identical files differ by a few percent here).
+    """
+    print(f"{'variant':64} {'added ms':>9} {'of a parse':>11}")
+    for name, base in BASELINE_OF.items():
+        added = statistics.median(after_sdk[name]) - statistics.median(after_sdk[base])
+        share = added / statistics.median(wall[base])
+        print(f"{name:64} {added * 1000:9.1f} {share:+10.1%}")
 
 
 def report(times: dict[str, list[float]], unit: str) -> list[tuple[str, float, float]]:
@@ -122,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=21)
     args = parser.parse_args(argv)
     print(f"DAG-parse cost, {args.rounds} interleaved rounds, one fresh process per parse")
-    wall, cpu = run(args.rounds)
+    wall, cpu, after_sdk = run(args.rounds)
+    print("\nadded by the package, timed inside each parse after `airflow.sdk` is imported (medians):")
+    report_added(after_sdk, wall)
     print("\nwall time (what a DAG processor waits for):")
     report(wall, "wall s")
     print("\nCPU time, user + system (less sensitive to other load on the machine):")

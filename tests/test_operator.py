@@ -263,6 +263,16 @@ def test_every_string_in_the_definition_is_templated(jobs: MotoJobs) -> None:
     assert described["HyperParameters"]["run"] == '"scheduled__2026"'
 
 
+def test_invalid_definition_without_templates_fails_at_dag_parse_time() -> None:
+    from airflow_hetero.errors import JobDefinitionError
+
+    bad = {**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_count": 0}]}
+    with pytest.raises(JobDefinitionError, match=r"instance_groups\[0\]\.instance_count: must be at least 1"):
+        operator(job=bad)
+    templated = {**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_type": "{{ params.t }}"}]}
+    assert operator(job=templated).job == templated  # checked once rendered, at run time
+
+
 def test_invalid_definition_after_rendering_fails_without_retry(jobs: MotoJobs) -> None:
     job = {**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_type": "{{ run_id }}"}]}
     op = operator(job=job)

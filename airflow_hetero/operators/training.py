@@ -93,6 +93,10 @@ class HeteroTrainingOperator(BaseOperator):
             job = job.model_dump(mode="json", exclude_unset=True)
         elif isinstance(job, os.PathLike):
             job = os.fspath(job)
+        if isinstance(job, Mapping) and not _has_template(job):
+            from airflow_hetero.spec import load_job
+
+            load_job(job)  # nothing to render: a bad definition fails now, at DAG-parse time
         self.job: Mapping[str, Any] | str = job
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
@@ -367,3 +371,14 @@ class HeteroTrainingOperator(BaseOperator):
             return
         self.log.info("Task killed: stopping training job %s", name)
         self.make_hook().stop_training_job(name)
+
+
+def _has_template(value: Any) -> bool:
+    """True when any string inside ``value`` holds Jinja (then validation waits for rendering)."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, Mapping):
+        return any(_has_template(k) or _has_template(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_template(v) for v in value)
+    return False
