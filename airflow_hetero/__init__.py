@@ -22,7 +22,7 @@ def get_provider_info() -> dict[str, Any]:
         "Amazon SageMaker heterogeneous-cluster training jobs.",
         "versions": [__version__],
         "extra-links": [
-            "airflow_hetero.links.SageMakerTrainingJobLink",
-            "airflow_hetero.links.TrainingJobLogsLink",
+            "airflow_hetero.links.training.SageMakerTrainingJobLink",
+            "airflow_hetero.links.training.TrainingJobLogsLink",
         ],
     }

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from airflow_hetero.errors import JobDefinitionError
+from airflow_hetero.definition.errors import JobDefinitionError
 
 EXIT_INVALID = 2
 #: Subcommand groups living in their own modules: (module, function adding the parser).
@@ -83,7 +83,7 @@ def print_problems(file: Path | None, err: JobDefinitionError) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from airflow_hetero.spec import load_job
+    from airflow_hetero.definition.job import load_job
 
     try:
         job = load_job(args.file)
@@ -104,9 +104,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from airflow_hetero import naming
-    from airflow_hetero.request import base_job_name, build_training_request
-    from airflow_hetero.spec import load_job
+    from airflow_hetero.definition import naming
+    from airflow_hetero.definition.job import load_job
+    from airflow_hetero.definition.request import base_job_name, build_training_request
 
     job = load_job(args.file)
     region = args.region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
@@ -117,7 +117,7 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _instance_types(args: argparse.Namespace) -> int:
-    from airflow_hetero.instance_types import training_instance_types
+    from airflow_hetero.definition.instance_types import training_instance_types
 
     for name in sorted(training_instance_types()):
         print(name)

@@ -45,9 +45,9 @@ from airflow.sdk import DAG
 with DAG("bench", schedule=None) as dag:
     pass
 """,
-    "A + build a definition (airflow_hetero.spec)": f"""
+    "A + build a definition (airflow_hetero.definition.job)": f"""
 from airflow.sdk import DAG
-from airflow_hetero.spec import load_job
+from airflow_hetero.definition.job import load_job
 job = load_job({DEFINITION})
 with DAG("bench", schedule=None) as dag:
     pass
@@ -75,7 +75,7 @@ with DAG("bench", schedule=None) as dag:
 }
 #: Which baseline each variant is compared with (the first one of its group).
 BASELINE_OF = {
-    "A + build a definition (airflow_hetero.spec)": "airflow.sdk only, no task (baseline A)",
+    "A + build a definition (airflow_hetero.definition.job)": "airflow.sdk only, no task (baseline A)",
     "B's task as HeteroTrainingOperator (airflow_hetero.operators)": "airflow.sdk only, one plain task (baseline B)",
     "B's task as the Amazon provider's SageMakerTrainingOperator": "airflow.sdk only, one plain task (baseline B)",
 }

@@ -3,7 +3,7 @@
 One run starts a moto server on 127.0.0.1, fills it with a job of 8 hosts in 3 instance groups and
 ``--events`` log events (default 1,000,000), then reads the same streams with
 
-* ``airflow-hetero``: :func:`airflow_hetero.log_summary.summarize_training_job` (threads across
+* ``airflow-hetero``: :func:`airflow_hetero.logs.summarize_training_job` (threads across
   streams, bounded accumulation);
 * ``provider``: ``SageMakerHook.multi_stream_iter`` from apache-airflow-providers-amazon, feeding
   the same per-stream accumulators (so only the reading differs);
@@ -196,9 +196,9 @@ def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, An
     """Read the job's logs one way; return wall time, calls, memory, what was found."""
     import boto3
 
-    from airflow_hetero.cloudwatch import list_job_streams, read_stream
-    from airflow_hetero.log_summary import summarize_training_job
-    from airflow_hetero.logs import LineRules, StreamLog, host_from_stream
+    from airflow_hetero.logs import summarize_training_job
+    from airflow_hetero.logs.cloudwatch import list_job_streams, read_stream
+    from airflow_hetero.logs.streams import LineRules, StreamLog, host_from_stream
 
     counts: dict[str, int] = {}
     kwargs = {"endpoint_url": endpoint, "region_name": REGION}

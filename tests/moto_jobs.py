@@ -99,7 +99,7 @@ def moto_server() -> Iterator[str]:
 @contextmanager
 def mocked_jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
     """``mock_aws`` with :class:`MotoJobs` installed; the hook retries per ``FAST``, botocore not at all."""
-    from airflow_hetero.hook import HeteroTrainingHook
+    from airflow_hetero.hooks.training import HeteroTrainingHook
 
     monkeypatch.setattr(HeteroTrainingHook, "default_retry_policy", FAST)
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # no botocore-level retries: ours are under test

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from moto_jobs import ROLE, MotoJobs, aws_connection_env, moto_server
 
-from airflow_hetero.hook import HeteroTrainingHook
+from airflow_hetero.hooks.training import HeteroTrainingHook
 
 pytestmark = pytest.mark.slow
 

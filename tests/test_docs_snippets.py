@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from airflow_hetero.definition.job import load_job
 from airflow_hetero.operators import HeteroTrainingOperator
-from airflow_hetero.spec import load_job
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = ["operator.md", "sensor.md", "migration.md"]

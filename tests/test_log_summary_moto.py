@@ -26,11 +26,11 @@ from log_jobs import (
 )
 from moto import mock_aws
 
-from airflow_hetero.cloudwatch import list_job_streams, read_job_logs, read_stream
-from airflow_hetero.log_summary import summarize_training_job
-from airflow_hetero.logs import LineRules, StreamLog
+from airflow_hetero.logs.cloudwatch import list_job_streams, read_job_logs, read_stream
+from airflow_hetero.logs.limits import json_size
+from airflow_hetero.logs.streams import LineRules, StreamLog
+from airflow_hetero.logs.summarize import summarize_training_job
 from airflow_hetero.runtime import format_marker
-from airflow_hetero.summary_limits import json_size
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "sagemaker-training-startup-algo-2.log"
 AB = [("A", "ml.c5.xlarge", 1), ("B", "ml.p3.2xlarge", 2)]

@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto_jobs import FAST, put_logs, toolkit_startup
 
-from airflow_hetero.log_tail import LogsGroupResolver, LogTailer, expected_hosts
+from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer, expected_hosts
 
 GROUPS_DICT = json.dumps(
     {

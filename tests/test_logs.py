@@ -1,4 +1,4 @@
-"""Pure tests of airflow_hetero.logs: line rules, stream accumulation, host -> group mapping."""
+"""Pure tests of airflow_hetero.logs.streams: line rules, stream accumulation, host -> group mapping."""
 
 from __future__ import annotations
 
@@ -7,17 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from airflow_hetero.logs import (
+from airflow_hetero.logs.mapping import GroupSpec, groups_from_describe, resolve_mapping
+from airflow_hetero.logs.streams import (
     DEFAULT_ERROR_PATTERNS,
     MAX_LINE_CHARS,
-    GroupSpec,
     LineRules,
     StreamLog,
-    groups_from_describe,
     host_from_stream,
     metric_goal,
     parse_group_map,
-    resolve_mapping,
 )
 from airflow_hetero.runtime import format_marker
 

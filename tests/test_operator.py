@@ -15,12 +15,12 @@ import pytest
 from moto_jobs import FAST, ROLE, MotoJobs, mocked_jobs, put_logs, throttling, toolkit_startup
 from task_logs import record_logs
 
-from airflow_hetero import naming
 from airflow_hetero._compat import AirflowFailException, TaskDeferred
-from airflow_hetero.links import XCOM_KEY, training_job_url
+from airflow_hetero.definition import naming
+from airflow_hetero.hooks.outcome import TrainingJobFailedError, TrainingJobStoppedError, TrainingJobTimeoutError
+from airflow_hetero.links.training import XCOM_KEY, training_job_url
 from airflow_hetero.operators import HeteroTrainingOperator
-from airflow_hetero.outcome import TrainingJobFailedError, TrainingJobStoppedError, TrainingJobTimeoutError
-from airflow_hetero.triggers import HeteroTrainingTrigger
+from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
 JOB: dict[str, Any] = {
     "role": ROLE,
@@ -264,7 +264,7 @@ def test_every_string_in_the_definition_is_templated(jobs: MotoJobs) -> None:
 
 
 def test_invalid_definition_without_templates_fails_at_dag_parse_time() -> None:
-    from airflow_hetero.errors import JobDefinitionError
+    from airflow_hetero.definition.errors import JobDefinitionError
 
     bad = {**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_count": 0}]}
     with pytest.raises(JobDefinitionError, match=r"instance_groups\[0\]\.instance_count: must be at least 1"):
@@ -422,7 +422,7 @@ def test_a_long_outage_fails_the_task_without_stopping_the_job(jobs: MotoJobs) -
 
 
 def test_log_streams_are_listed_only_when_new_ones_may_exist(jobs: MotoJobs, monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow_hetero.log_tail import LogTailer
+    from airflow_hetero.logs.tail import LogTailer
 
     listings: list[int] = []
     original = LogTailer._list_streams

@@ -22,7 +22,7 @@ def test_wheel_contains_data_files_and_marker(tmp_path: Path) -> None:
     )
     (wheel,) = tmp_path.glob("airflow_hetero-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert "airflow_hetero/data/dlc_training_images.json" in names
+    assert "airflow_hetero/definition/data/dlc_training_images.json" in names
     assert "airflow_hetero/py.typed" in names
     assert "airflow_hetero/runtime.py" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

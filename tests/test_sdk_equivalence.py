@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_hetero import distribution_rules, instance_types, request
-from airflow_hetero.request import build_training_request
-from airflow_hetero.spec import JobDefinitionError, load_job
+from airflow_hetero.definition import distribution_rules, instance_types, request
+from airflow_hetero.definition.job import JobDefinitionError, load_job
+from airflow_hetero.definition.request import build_training_request
 
 CASES = Path(__file__).parent / "sdk_cases"
 #: Cases whose definition leaves output_path to the SDK's default bucket (needs an AWS call).

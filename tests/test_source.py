@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from airflow_hetero.source import (
+from airflow_hetero.definition.job import load_job
+from airflow_hetero.definition.source import (
     SourceDirError,
     needs_upload,
     package_source_dir,
@@ -20,7 +21,6 @@ from airflow_hetero.source import (
     submit_directory,
     upload_extra_args,
 )
-from airflow_hetero.spec import load_job
 
 BASE = yaml.safe_load((Path(__file__).parent / "rule_examples.yaml").read_text())["base"]
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from airflow_hetero.request import build_training_request
-from airflow_hetero.spec import (
+from airflow_hetero.definition.job import (
     HeteroTrainingJob,
     InstanceGroup,
     JobDefinitionError,
     TrainingInput,
     load_job,
 )
+from airflow_hetero.definition.request import build_training_request
 
 BASE = yaml.safe_load((Path(__file__).parent / "rule_examples.yaml").read_text())["base"]
 
@@ -59,7 +59,7 @@ def test_dag_level_imports_load_no_boto3_botocore_or_provider_operators() -> Non
         "before = set(sys.modules);"
         "from airflow_hetero.operators import HeteroTrainingOperator, HeteroLogSummaryOperator;"
         "from airflow_hetero.sensors import HeteroTrainingSensor;"
-        "import airflow_hetero.spec;"
+        "import airflow_hetero.definition.job;"
         "added = set(sys.modules) - before;"
         "heavy = ('boto3', 'botocore', 'aiobotocore', 'airflow.providers.amazon', 'moto', 'werkzeug');"
         "print(sorted(m for m in added if m.startswith(heavy)))"
@@ -147,7 +147,8 @@ def test_request_passes_botocore_validation() -> None:
 
 def test_spec_import_loads_no_airflow_boto3_or_botocore() -> None:
     code = (
-        "import sys, airflow_hetero, airflow_hetero.spec, airflow_hetero.request, airflow_hetero.logs;"
+        "import sys, airflow_hetero, airflow_hetero.definition.job, airflow_hetero.definition.request;"
+        "import airflow_hetero.logs.streams, airflow_hetero.logs.summary, airflow_hetero.logs.limits;"
         "import airflow_hetero.runtime;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('airflow', 'boto3', 'botocore', 'aiobotocore'));"
         "print(bad)"
@@ -158,7 +159,7 @@ def test_spec_import_loads_no_airflow_boto3_or_botocore() -> None:
 
 def test_building_a_definition_loads_no_botocore() -> None:
     code = (
-        "import sys, yaml; from airflow_hetero.spec import load_job;"
+        "import sys, yaml; from airflow_hetero.definition.job import load_job;"
         f"load_job(yaml.safe_load(open({str(Path(__file__).parent / 'rule_examples.yaml')!r}))['base']);"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('botocore', 'boto3', 'airflow')))"
     )

@@ -1,4 +1,4 @@
-"""Pure tests of airflow_hetero.summary and summary_limits: job part, utilisation, size bound, table."""
+"""Pure tests of airflow_hetero.logs.summary and summary_limits: job part, utilisation, size bound, table."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_hetero.logs import LineRules, StreamLog
-from airflow_hetero.runtime import format_marker
-from airflow_hetero.summary import (
+from airflow_hetero.logs.limits import MIN_MAX_XCOM_BYTES, enforce_size_limit, format_table, json_size
+from airflow_hetero.logs.streams import LineRules, StreamLog
+from airflow_hetero.logs.summary import (
     UTILIZATION_METRICS,
     aggregate_utilization,
     build_summary,
@@ -17,7 +17,7 @@ from airflow_hetero.summary import (
     job_overview,
     natural_key,
 )
-from airflow_hetero.summary_limits import MIN_MAX_XCOM_BYTES, enforce_size_limit, format_table, json_size
+from airflow_hetero.runtime import format_marker
 
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 T0 = int(START.timestamp() * 1000)

@@ -32,8 +32,8 @@ def load() -> dict[str, Any]:
 
 def placeholders() -> dict[str, Any]:
     """Values the examples refer to as {name}: computed, not copied."""
-    from airflow_hetero.images import catalogue
-    from airflow_hetero.instance_types import training_instance_types
+    from airflow_hetero.definition.images import catalogue
+    from airflow_hetero.definition.instance_types import training_instance_types
 
     torch = catalogue()["frameworks"]["pytorch"]
     known = sorted(set(torch["versions"]) | set(torch["version_aliases"]), key=_version_key)
@@ -105,7 +105,7 @@ def expected(example: dict[str, Any], values: dict[str, Any]) -> list[tuple[str,
 
 
 def problems_of(definition: dict[str, Any]) -> list[tuple[str, str]]:
-    from airflow_hetero.spec import JobDefinitionError, load_job
+    from airflow_hetero.definition.job import JobDefinitionError, load_job
 
     try:
         load_job(definition)
@@ -116,7 +116,7 @@ def problems_of(definition: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _type_name(annotation: Any) -> str:
     text = str(annotation) if not isinstance(annotation, type) else annotation.__name__
-    text = text.replace("typing.", "").replace("airflow_hetero.spec.", "")
+    text = text.replace("typing.", "").replace("airflow_hetero.definition.model.", "")
     text = re.sub(r"Literal\[([^\]]*)\]", lambda m: " | ".join(p.strip() for p in m.group(1).split(",")), text)
     return re.sub(r"^Optional\[(.*)\]$", r"\1 | None", text)
 
@@ -137,8 +137,8 @@ def _fields_table(model: Any) -> list[str]:
 
 
 def render() -> str:
-    from airflow_hetero.naming import MAX_BASE_JOB_NAME, SUFFIX_LENGTH
-    from airflow_hetero.spec import HeteroTrainingJob, InstanceGroup, ShuffleConfig, TrainingInput
+    from airflow_hetero.definition.job import HeteroTrainingJob, InstanceGroup, ShuffleConfig, TrainingInput
+    from airflow_hetero.definition.naming import MAX_BASE_JOB_NAME, SUFFIX_LENGTH
 
     data, values = load(), placeholders()
     lines = [

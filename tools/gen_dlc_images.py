@@ -5,10 +5,10 @@ Run with an interpreter that has the SDK (it is not a dependency of this package
     python3 -m venv /tmp/sdkvenv && /tmp/sdkvenv/bin/pip install 'sagemaker==2.257.7'
     /tmp/sdkvenv/bin/python tools/gen_dlc_images.py
 
-Writes ``airflow_hetero/data/dlc_training_images.json`` (the training-image part of the
+Writes ``airflow_hetero/definition/data/dlc_training_images.json`` (the training-image part of the
 SDK's ``image_uri_config`` for PyTorch and TensorFlow, plus ECR hostnames per region) and
 ``tests/data/dlc_image_samples.json`` (URIs the SDK's ``image_uris.retrieve`` returns, which
-the tests compare ``airflow_hetero.images`` against).
+the tests compare ``airflow_hetero.definition.images`` against).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main() -> None:
             data = {"hostname": f"ecr.{region}.amazonaws.com"}
         if data:
             catalogue["hostnames"][region] = data["hostname"]
-    out = ROOT / "airflow_hetero" / "data" / "dlc_training_images.json"
+    out = ROOT / "airflow_hetero" / "definition" / "data" / "dlc_training_images.json"
     out.write_text(json.dumps(catalogue, indent=1, sort_keys=True) + "\n")
 
     samples = []

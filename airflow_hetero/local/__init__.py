@@ -6,17 +6,13 @@ package stays cheap; werkzeug, moto and boto3 load only when an endpoint starts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from airflow_hetero._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from airflow_hetero.local.server import LocalEndpoint
 
 __all__ = ["LocalEndpoint"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "LocalEndpoint":
-        from airflow_hetero.local.server import LocalEndpoint
-
-        return LocalEndpoint
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), {"LocalEndpoint": "airflow_hetero.local.server"})

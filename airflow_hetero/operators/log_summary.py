@@ -1,12 +1,12 @@
 """HeteroLogSummaryOperator: the per-instance-group summary of a training job, to XCom and the task log.
 
-The work is :func:`airflow_hetero.log_summary.summarize_training_job` with the clients of
-:class:`airflow_hetero.hook.HeteroTrainingHook` (same connection, region and endpoint as the
+The work is :func:`airflow_hetero.logs.summarize.summarize_training_job` with the clients of
+:class:`airflow_hetero.hooks.training.HeteroTrainingHook` (same connection, region and endpoint as the
 training operator). ``return_value`` is the whole summary; each group's part is also pushed as
 ``group_<name>`` for downstream tasks that need only one group.
 
 Importing this module loads nothing beyond ``airflow.sdk`` and the small
-:mod:`airflow_hetero.summary_limits`: the log parser (only for custom ``error_patterns``), the
+:mod:`airflow_hetero.logs.limits`: the log parser (only for custom ``error_patterns``), the
 hook, boto3 and the Amazon provider are imported when they are needed.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseOperator
-from airflow_hetero.summary_limits import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
+from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
@@ -33,7 +33,7 @@ class HeteroLogSummaryOperator(BaseOperator):
     :param max_xcom_bytes: bound of the summary as JSON; tails shrink first, then error samples,
         and ``truncated`` says what was cut.
     :param error_patterns: regexes counting a line as an error (None: the defaults in
-        :data:`airflow_hetero.logs.DEFAULT_ERROR_PATTERNS`).
+        :data:`airflow_hetero.logs.streams.DEFAULT_ERROR_PATTERNS`).
     :param include_metrics: read CPU/memory/GPU utilisation from CloudWatch.
     """
 
@@ -58,7 +58,7 @@ class HeteroLogSummaryOperator(BaseOperator):
         if max_xcom_bytes < MIN_MAX_XCOM_BYTES:
             raise ValueError(f"max_xcom_bytes must be at least {MIN_MAX_XCOM_BYTES}, got {max_xcom_bytes}")
         if error_patterns is not None:
-            from airflow_hetero.logs import compile_patterns
+            from airflow_hetero.logs.streams import compile_patterns
 
             compile_patterns(error_patterns)  # a bad regex fails at DAG parse time, not after reading
         self.job_name = job_name
@@ -71,9 +71,9 @@ class HeteroLogSummaryOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Read, summarise, log the table, push ``group_<name>`` keys; return the whole summary."""
-        from airflow_hetero.hook import HeteroTrainingHook
-        from airflow_hetero.log_summary import summarize_training_job
-        from airflow_hetero.summary_limits import format_table
+        from airflow_hetero.hooks.training import HeteroTrainingHook
+        from airflow_hetero.logs.limits import format_table
+        from airflow_hetero.logs.summarize import summarize_training_job
 
         if not self.job_name:
             raise ValueError("job_name rendered empty: no training job to summarise")

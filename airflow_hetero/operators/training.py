@@ -1,6 +1,6 @@
 """HeteroTrainingOperator: submit a (heterogeneous) SageMaker training job once, wait, fail clearly.
 
-* ``job`` is a :class:`~airflow_hetero.spec.HeteroTrainingJob`, a dict, or a YAML/JSON file path
+* ``job`` is a :class:`~airflow_hetero.definition.job.HeteroTrainingJob`, a dict, or a YAML/JSON file path
   relative to the DAG file. Every string in it may use Jinja; it is validated after rendering.
 * The job name is derived from ``base_job_name`` and a stable hash of dag_id, task_id, run_id and
   map index, so a retry of the task instance finds the job its earlier try started: a running
@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
-from airflow_hetero.links import SageMakerTrainingJobLink, TrainingJobLogsLink
+from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
-    from airflow_hetero.hook import HeteroTrainingHook
-    from airflow_hetero.log_tail import LogTailer
-    from airflow_hetero.spec import HeteroTrainingJob
+    from airflow_hetero.definition.job import HeteroTrainingJob
+    from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.logs.tail import LogTailer
 
 OnExistingJob = Literal["reattach", "fail", "new"]
 _ON_EXISTING = ("reattach", "fail", "new")
@@ -94,7 +94,7 @@ class HeteroTrainingOperator(BaseOperator):
         elif isinstance(job, os.PathLike):
             job = os.fspath(job)
         if isinstance(job, Mapping) and not _has_template(job):
-            from airflow_hetero.spec import load_job
+            from airflow_hetero.definition.job import load_job
 
             load_job(job)  # nothing to render: a bad definition fails now, at DAG-parse time
         self.job: Mapping[str, Any] | str = job
@@ -116,7 +116,7 @@ class HeteroTrainingOperator(BaseOperator):
 
     def make_hook(self) -> HeteroTrainingHook:
         """The AWS hook for this task's connection and region."""
-        from airflow_hetero.hook import HeteroTrainingHook
+        from airflow_hetero.hooks.training import HeteroTrainingHook
 
         return HeteroTrainingHook.for_task(self)
 
@@ -127,8 +127,8 @@ class HeteroTrainingOperator(BaseOperator):
 
     def load_definition(self, context: Context) -> HeteroTrainingJob:
         """The rendered definition, validated; definition errors fail without retries."""
-        from airflow_hetero.errors import JobDefinitionError
-        from airflow_hetero.spec import load_job, read_definition_file
+        from airflow_hetero.definition.errors import JobDefinitionError
+        from airflow_hetero.definition.job import load_job, read_definition_file
 
         try:
             source = self.job
@@ -142,8 +142,8 @@ class HeteroTrainingOperator(BaseOperator):
 
     def candidate_names(self, job: HeteroTrainingJob, context: Context) -> Iterator[str]:
         """Job names this task instance may use, in order: first try, then fresh suffixes."""
-        from airflow_hetero import naming
-        from airflow_hetero.request import base_job_name
+        from airflow_hetero.definition import naming
+        from airflow_hetero.definition.request import base_job_name
 
         if self.job_name:
             # the longest name this task may use must be valid before the first job is sent
@@ -164,7 +164,7 @@ class HeteroTrainingOperator(BaseOperator):
         self, hook: HeteroTrainingHook, job: HeteroTrainingJob, context: Context
     ) -> tuple[str, dict[str, Any] | None]:
         """The name to use and its existing job (to re-attach to), or None to submit a new one."""
-        from airflow_hetero.outcome import classify
+        from airflow_hetero.hooks.outcome import classify
 
         for name in self.candidate_names(job, context):
             existing = hook.find_training_job(name)
@@ -182,9 +182,9 @@ class HeteroTrainingOperator(BaseOperator):
 
     def submit(self, hook: HeteroTrainingHook, job: HeteroTrainingJob, name: str, region: str) -> None:
         """Package and upload a local source_dir, then send the one CreateTrainingJob."""
-        from airflow_hetero.errors import JobDefinitionError
-        from airflow_hetero.request import build_training_request
-        from airflow_hetero.source import (
+        from airflow_hetero.definition.errors import JobDefinitionError
+        from airflow_hetero.definition.request import build_training_request
+        from airflow_hetero.definition.source import (
             SourceDirError,
             package_source_dir,
             source_upload_uri,
@@ -212,8 +212,8 @@ class HeteroTrainingOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
-        from airflow_hetero.links import persist_job_links
-        from airflow_hetero.outcome import classify, resolve_outcome, result_dict
+        from airflow_hetero.hooks.outcome import classify, resolve_outcome, result_dict
+        from airflow_hetero.links.training import persist_job_links
 
         started = time.monotonic()
         job = self.load_definition(context)
@@ -235,7 +235,7 @@ class HeteroTrainingOperator(BaseOperator):
 
     def defer_wait(self, name: str) -> None:
         """Hand the wait to the triggerer (deadline: max_ingestion_time, else the job's limits)."""
-        from airflow_hetero.triggers import HeteroTrainingTrigger
+        from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
         deadline = None if self.max_ingestion_time is None else time.time() + self.max_ingestion_time
         self.defer(
@@ -257,7 +257,7 @@ class HeteroTrainingOperator(BaseOperator):
     ) -> dict[str, Any]:
         """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
         from airflow_hetero._retry import is_transient
-        from airflow_hetero.outcome import TrainingJobTimeoutError, classify, resolve_outcome
+        from airflow_hetero.hooks.outcome import TrainingJobTimeoutError, classify, resolve_outcome
 
         logged = 0  # SecondaryStatusTransitions already written to the task log
         tailer: LogTailer | None = None
@@ -307,7 +307,7 @@ class HeteroTrainingOperator(BaseOperator):
 
     def make_tailer(self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any]) -> LogTailer:
         """A log follower for every host of the job, prefixing lines with ``[group/host]``."""
-        from airflow_hetero.log_tail import LogsGroupResolver, LogTailer, expected_hosts
+        from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer, expected_hosts
 
         return LogTailer(
             hook.logs_client,
@@ -332,12 +332,12 @@ class HeteroTrainingOperator(BaseOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as the synchronous wait."""
-        from airflow_hetero.outcome import outcome_from_event
+        from airflow_hetero.hooks.outcome import outcome_from_event
 
         self.active_job_name = str(event.get("job_name"))
         hook = self.make_hook()
         if self.print_log and event.get("status") == "done":
-            from airflow_hetero.log_tail import LogsGroupResolver, LogTailer
+            from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer
 
             tailer = LogTailer(
                 hook.logs_client,

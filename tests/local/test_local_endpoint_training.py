@@ -13,9 +13,9 @@ import pytest
 from local_jobkit import BUCKET, ROLE
 from task_logs import record_logs
 
+from airflow_hetero.hooks.outcome import TrainingJobFailedError, TrainingJobStoppedError
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.operators import HeteroTrainingOperator
-from airflow_hetero.outcome import TrainingJobFailedError, TrainingJobStoppedError
 from airflow_hetero.triggers import HeteroTrainingTrigger
 
 pytestmark = pytest.mark.slow

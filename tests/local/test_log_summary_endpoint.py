@@ -18,9 +18,9 @@ import pytest
 from local_jobkit import log_lines, put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
-from airflow_hetero.log_summary import summarize_training_job
-from airflow_hetero.summary import natural_key
-from airflow_hetero.summary_limits import format_table
+from airflow_hetero.logs.limits import format_table
+from airflow_hetero.logs.summarize import summarize_training_job
+from airflow_hetero.logs.summary import natural_key
 
 pytestmark = pytest.mark.slow
 

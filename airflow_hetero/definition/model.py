@@ -1,42 +1,26 @@
-"""Typed definitions of a SageMaker heterogeneous-cluster training job.
+"""The shape of a SageMaker heterogeneous-cluster training-job definition (pure).
 
-Field names follow the SageMaker Python SDK's estimator arguments, so an estimator
-moves over unchanged. Every rule the service (or the SDK, or the training container)
-would enforce later is checked here, at DAG-parse time, and all problems are reported
-at once with the path of the field: see ``docs/definitions.md``.
-
-This module imports neither Airflow nor boto3/botocore.
+Field names follow the SageMaker Python SDK's estimator arguments, so an estimator moves over
+unchanged. Each field is checked on its own here (:mod:`airflow_hetero.definition.checks`); the
+rules that span fields read these models from :mod:`airflow_hetero.definition.rules`, and
+:class:`airflow_hetero.definition.job.HeteroTrainingJob` puts the two together. Imports neither
+Airflow nor boto3/botocore.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, cast
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic._internal._model_construction import ModelMetaclass
 
-from airflow_hetero import rules
-from airflow_hetero.errors import JobDefinitionError, Problem
+from airflow_hetero.definition import checks
+from airflow_hetero.definition.distribution_rules import distribution_group
+from airflow_hetero.definition.errors import JobDefinitionError
 
-__all__ = [
-    "HeteroTrainingJob",
-    "InstanceGroup",
-    "JobDefinitionError",
-    "Problem",
-    "TrainingInput",
-    "load_job",
-]
+__all__ = ["InstanceGroup", "JobFields", "ShuffleConfig", "TrainingInput"]
 
 
 class _DefinitionMeta(ModelMetaclass):
@@ -89,22 +73,22 @@ class InstanceGroup(_Definition):
     @field_validator("instance_group_name")
     @classmethod
     def _name(cls, value: str) -> str:
-        return rules.check_group_name(value)
+        return checks.check_group_name(value)
 
     @field_validator("instance_type")
     @classmethod
     def _type(cls, value: str) -> str:
-        return rules.check_instance_type(value)
+        return checks.check_instance_type(value)
 
     @field_validator("instance_count", mode="before")
     @classmethod
     def _not_bool(cls, value: Any) -> Any:
-        return rules.check_not_bool(value)
+        return checks.check_not_bool(value)
 
     @field_validator("instance_count")
     @classmethod
     def _count(cls, value: int) -> int:
-        return rules.check_count(value)
+        return checks.check_count(value)
 
 
 class ShuffleConfig(_Definition):
@@ -131,7 +115,7 @@ class TrainingInput(_Definition):
     instance_groups: list[str] | None = Field(
         default=None,
         min_length=1,
-        max_length=rules.MAX_GROUPS,
+        max_length=checks.MAX_GROUPS,
         description="Groups that receive this channel; none means every group.",
     )
     input_mode: Literal["File", "Pipe", "FastFile"] | None = Field(
@@ -146,7 +130,7 @@ class TrainingInput(_Definition):
     @field_validator("s3_data")
     @classmethod
     def _uri(cls, value: str) -> str:
-        return rules.check_s3_uri(value, allow_https=True)
+        return checks.check_s3_uri(value, allow_https=True)
 
     @field_validator("shuffle_config", mode="before")
     @classmethod
@@ -154,22 +138,23 @@ class TrainingInput(_Definition):
         return {"seed": value} if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-class HeteroTrainingJob(_Definition):
-    """A whole training job: cluster, inputs, code, distribution and the rest of the estimator."""
+class JobFields(_Definition):
+    """The fields of a whole training job, each checked on its own; the cross-field rules
+    are added by :class:`airflow_hetero.definition.job.HeteroTrainingJob`."""
 
     role: str = Field(description="ARN of the IAM role SageMaker assumes for the job.")
     output_path: str = Field(description="S3 URI for model artifacts; local code is uploaded to its bucket.")
     instance_groups: list[InstanceGroup] | None = Field(
         default=None,
         min_length=1,
-        max_length=rules.MAX_GROUPS,
-        description=f"The heterogeneous cluster: 1 to {rules.MAX_GROUPS} groups.",
+        max_length=checks.MAX_GROUPS,
+        description=f"The heterogeneous cluster: 1 to {checks.MAX_GROUPS} groups.",
     )
     instance_type: str | None = Field(default=None, description="Homogeneous cluster: the instance type.")
     instance_count: int | None = Field(default=None, description="Homogeneous cluster: the instance count.")
     inputs: dict[str, TrainingInput] = Field(
         default_factory=dict,
-        max_length=rules.MAX_CHANNELS,
+        max_length=checks.MAX_CHANNELS,
         description="Channel name -> TrainingInput or S3 URI string.",
     )
     entry_point: str | None = Field(default=None, description="Training script, relative to source_dir.")
@@ -215,27 +200,27 @@ class HeteroTrainingJob(_Definition):
     @field_validator("role")
     @classmethod
     def _role(cls, value: str) -> str:
-        return rules.check_role(value)
+        return checks.check_role(value)
 
     @field_validator("output_path", "checkpoint_s3_uri")
     @classmethod
     def _s3(cls, value: str | None) -> str | None:
-        return None if value is None else rules.check_s3_uri(value)
+        return None if value is None else checks.check_s3_uri(value)
 
     @field_validator("instance_type")
     @classmethod
     def _type(cls, value: str | None) -> str | None:
-        return None if value is None else rules.check_instance_type(value)
+        return None if value is None else checks.check_instance_type(value)
 
     @field_validator("instance_count", "volume_size", "max_run", "max_wait", "container_log_level", mode="before")
     @classmethod
     def _not_bool(cls, value: Any) -> Any:
-        return rules.check_not_bool(value)
+        return checks.check_not_bool(value)
 
     @field_validator("instance_count")
     @classmethod
     def _count(cls, value: int | None) -> int | None:
-        return None if value is None else rules.check_count(value)
+        return None if value is None else checks.check_count(value)
 
     @field_validator("inputs", "hyperparameters", mode="before")
     @classmethod
@@ -252,7 +237,7 @@ class HeteroTrainingJob(_Definition):
     @field_validator("framework_version", "py_version", mode="before")
     @classmethod
     def _version(cls, value: Any) -> Any:
-        return rules.check_version_string(value)
+        return checks.check_version_string(value)
 
     @field_validator("tags", mode="before")
     @classmethod
@@ -281,28 +266,6 @@ class HeteroTrainingJob(_Definition):
                 ) from None
         return value
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _all_rules(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        """Field errors and cross-field rules together, so every problem is reported at once."""
-        line_errors: list[Any] = []
-        job: HeteroTrainingJob | None = None
-        try:
-            job = handler(data)
-        except ValidationError as err:
-            line_errors.extend(rules.reraisable(err))
-        # cross-field rules see coerced values when the fields are valid ("3" -> 3), else the raw input
-        raw = job.model_dump() if job is not None else data
-        if isinstance(raw, HeteroTrainingJob):
-            raw = raw.model_dump()
-        if isinstance(raw, Mapping):
-            line_errors.extend(rules.line_error(loc, msg) for loc, msg in rules.cross_field(raw))
-        if job is not None and not line_errors:
-            line_errors.extend(rules.line_error(loc, msg) for loc, msg in rules.after_encoding(job))
-        if line_errors:
-            raise ValidationError.from_exception_data(cls.__name__, line_errors)
-        return job
-
     @property
     def is_hetero(self) -> bool:
         """True for a heterogeneous cluster (``instance_groups``), False for instance_type + count."""
@@ -316,95 +279,4 @@ class HeteroTrainingJob(_Definition):
     @property
     def distribution_group(self) -> str | None:
         """The one instance group that runs the distribution strategy, if any."""
-        return rules.distribution_group(self.distribution, self.group_names)
-
-
-def load_job(source: str | Path | Mapping[str, Any] | HeteroTrainingJob) -> HeteroTrainingJob:
-    """Load a definition from a YAML/JSON file, a mapping, or pass a definition through.
-
-    Raises :class:`JobDefinitionError` for unreadable files, syntax errors, empty files
-    and invalid definitions alike, so callers handle one exception type.
-    """
-    if isinstance(source, HeteroTrainingJob):
-        return source
-    if isinstance(source, Mapping):
-        return HeteroTrainingJob.model_validate(dict(source))
-    data = read_definition_file(Path(source))
-    return HeteroTrainingJob.model_validate(data)
-
-
-def read_definition_file(path: Path) -> dict[str, Any]:
-    """Parse a YAML or JSON definition file into a mapping, with readable errors."""
-    import yaml
-
-    where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise JobDefinitionError([Problem(where, "file not found")], "cannot read definition") from None
-    except IsADirectoryError:
-        raise JobDefinitionError([Problem(where, "is a directory, not a file")], "cannot read definition") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise JobDefinitionError([Problem(where, f"cannot be read: {err}")], "cannot read definition") from None
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text, object_pairs_hook=_unique_json_keys)
-        else:
-            data = yaml.load(text, Loader=_unique_keys_loader())  # a SafeLoader subclass
-    except (yaml.YAMLError, json.JSONDecodeError, _DuplicateKeyError) as err:
-        detail = _syntax_detail(err)
-        raise JobDefinitionError([Problem(where, f"syntax error: {detail}")], "cannot parse definition") from None
-    if data is None:
-        raise JobDefinitionError([Problem(where, "file is empty")], "cannot parse definition")
-    if not isinstance(data, dict):
-        kind = type(data).__name__
-        raise JobDefinitionError(
-            [Problem(where, f"top level must be a mapping of fields, not a {kind}")], "cannot parse definition"
-        )
-    return data
-
-
-class _DuplicateKeyError(ValueError):
-    """A key given twice in one mapping: the first value would be silently lost."""
-
-
-def _unique_json_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _DuplicateKeyError(f"duplicate key '{key}' (the first value would be silently lost)")
-        seen[key] = value
-    return seen
-
-
-def _unique_keys_loader() -> type[Any]:
-    """PyYAML's SafeLoader, refusing duplicate keys instead of keeping the last one."""
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if isinstance(key, str) and key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None,
-                        None,
-                        f"duplicate key '{key}' (the first value would be silently lost)",
-                        key_node.start_mark,
-                    )
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
-
-
-def _syntax_detail(err: Exception) -> str:
-    """``line 3, column 5: found unexpected end of stream`` for YAML and JSON errors."""
-    mark = getattr(err, "problem_mark", None)
-    if mark is not None:
-        problem = getattr(err, "problem", None) or str(err)
-        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
-    if isinstance(err, json.JSONDecodeError):
-        return f"line {err.lineno}, column {err.colno}: {err.msg}"
-    return " ".join(str(err).split())
+        return distribution_group(self.distribution, self.group_names)

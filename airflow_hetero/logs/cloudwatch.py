@@ -1,7 +1,7 @@
 """Read a training job's log streams and instance metrics from CloudWatch with clients passed in.
 
 Clients are duck-typed boto3 ``logs`` / ``cloudwatch`` clients (from ``boto3.client(...)`` or
-:class:`airflow_hetero.hook.HeteroTrainingHook`), so this module imports neither boto3 nor Airflow.
+:class:`airflow_hetero.hooks.training.HeteroTrainingHook`), so this module imports neither boto3 nor Airflow.
 Logs: DescribeLogStreams with the prefix ``<job>/`` (50 per call, paginated), then GetLogEvents
 forward from the head of each stream until the token repeats, a few streams at a time in threads.
 Events go straight into a bounded accumulator page by page: memory does not grow with the number
@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_hetero._retry import error_code
-from airflow_hetero.logs import LOG_GROUP, StreamLog
-from airflow_hetero.summary import UTILIZATION_METRICS, Datapoint
+from airflow_hetero.logs.streams import LOG_GROUP, StreamLog
+from airflow_hetero.logs.summary import UTILIZATION_METRICS, Datapoint
 
 METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 #: DescribeLogStreams returns at most 50 streams per call.
@@ -192,7 +192,7 @@ def read_utilization(
     """Average and maximum per period of each host's instance metrics (dimension ``Host=<job>/<host>``).
 
     One GetMetricData call carries up to 500 plain MetricStat queries; no metric math (aggregation
-    over hosts happens in :func:`airflow_hetero.summary.aggregate_utilization`).
+    over hosts happens in :func:`airflow_hetero.logs.summary.aggregate_utilization`).
     """
     calls = calls or ApiCalls()
     period = metric_period(start, end)

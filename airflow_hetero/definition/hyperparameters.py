@@ -17,10 +17,10 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero import distribution_rules, source
+from airflow_hetero.definition import distribution_rules, source
 
 if TYPE_CHECKING:
-    from airflow_hetero.spec import HeteroTrainingJob
+    from airflow_hetero.definition.model import JobFields
 
 #: The code channel path the SDK uses when network isolation is on.
 CODE_CHANNEL_SOURCEDIR = "/opt/ml/input/data/code/sourcedir.tar.gz"
@@ -59,7 +59,7 @@ def user_hyperparameters(values: Mapping[Any, Any], *, json_values: bool) -> dic
     return {str(k): encode(v) if json_values else str(v) for k, v in values.items()}
 
 
-def sdk_hyperparameters(job: HeteroTrainingJob, *, job_name: str, region: str) -> dict[str, str]:
+def sdk_hyperparameters(job: JobFields, *, job_name: str, region: str) -> dict[str, str]:
     """The ``HyperParameters`` of the CreateTrainingJob request for ``job``."""
     framework_mode = job.framework is not None
     out = user_hyperparameters(job.hyperparameters, json_values=framework_mode or job.source_dir is not None)
@@ -82,7 +82,7 @@ def sdk_hyperparameters(job: HeteroTrainingJob, *, job_name: str, region: str) -
     return out
 
 
-def distribution_hyperparameters(job: HeteroTrainingJob) -> dict[str, Any]:
+def distribution_hyperparameters(job: JobFields) -> dict[str, Any]:
     """The ``sagemaker_*`` keys that launch the job's distribution, as the SDK computes them.
 
     PyTorch: ``pytorchddp`` is the SDK's alias of smdistributed dataparallel; an enabled
@@ -141,12 +141,12 @@ def _switch(options: Any) -> bool:
     return bool(options.get("enabled", False)) if isinstance(options, dict) else False
 
 
-def mpi_enabled(job: HeteroTrainingJob) -> bool:
+def mpi_enabled(job: JobFields) -> bool:
     """True when the job launches its script through MPI."""
     return _switch((job.distribution or {}).get("mpi"))
 
 
-def _tensorflow_model_dir(job: HeteroTrainingJob, job_name: str) -> str:
+def _tensorflow_model_dir(job: JobFields, job_name: str) -> str:
     if mpi_enabled(job):
         return "/opt/ml/model"
     return f"{job.output_path.rstrip('/')}/{job_name}/model"

@@ -4,9 +4,9 @@ CloudWatch log streams of a heterogeneous job are named ``<job>/algo-<N>-<epoch>
 name tells the instance group, and host numbers do not follow group order. This module reads the
 mapping out of the log lines themselves and keeps, per stream, only bounded state (counters, the
 first error lines, a short tail, last/best metric values), so memory does not grow with the number
-of events. The host -> group decision lives in :mod:`airflow_hetero.log_mapping` (re-exported
-here). No Airflow, boto3 or botocore here: the reading side (:mod:`airflow_hetero.cloudwatch`)
-feeds events in, :mod:`airflow_hetero.summary` turns the result into the XCom summary.
+of events. The host -> group decision lives in :mod:`airflow_hetero.logs.mapping`. No Airflow,
+boto3 or botocore here: the reading side (:mod:`airflow_hetero.logs.cloudwatch`) feeds events in,
+:mod:`airflow_hetero.logs.summary` turns the result into the XCom summary.
 """
 
 from __future__ import annotations
@@ -18,38 +18,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_hetero.log_mapping import (
-    HOMOGENEOUS_GROUP,
-    SOURCES,
-    GroupSpec,
-    HostMapping,
-    groups_from_describe,
-    resolve_mapping,
-)
 from airflow_hetero.runtime import parse_marker
 
 __all__ = [
     "DEFAULT_ERROR_PATTERNS",
     "DEFAULT_MAX_ERROR_SAMPLES",
     "DEFAULT_WARNING_PATTERNS",
-    "HOMOGENEOUS_GROUP",
     "LOG_GROUP",
     "MAX_LINE_CHARS",
-    "SOURCES",
     "AnyPattern",
     "ErrorSample",
-    "GroupSpec",
-    "HostMapping",
     "LineRules",
     "MetricValue",
     "StreamLog",
     "clip",
     "compile_patterns",
-    "groups_from_describe",
     "host_from_stream",
     "metric_goal",
     "parse_group_map",
-    "resolve_mapping",
 ]
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"

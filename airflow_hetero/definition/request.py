@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero import distribution_rules, images, instance_types, naming, source
-from airflow_hetero.errors import JobDefinitionError, Problem
-from airflow_hetero.hyperparameters import sdk_hyperparameters
+from airflow_hetero.definition import distribution_rules, images, instance_types, naming, source
+from airflow_hetero.definition.errors import JobDefinitionError, Problem
+from airflow_hetero.definition.hyperparameters import sdk_hyperparameters
 
 if TYPE_CHECKING:
-    from airflow_hetero.spec import HeteroTrainingJob, TrainingInput
+    from airflow_hetero.definition.job import HeteroTrainingJob
+    from airflow_hetero.definition.model import TrainingInput
 
 __all__ = ["base_job_name", "build_training_request", "training_image"]
 

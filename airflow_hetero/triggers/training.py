@@ -22,7 +22,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_transient
-from airflow_hetero.outcome import classify, wait_limit_seconds
+from airflow_hetero.hooks.outcome import classify, wait_limit_seconds
 
 CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
 
@@ -97,7 +97,7 @@ class HeteroTrainingTrigger(BaseTrigger):
 
     def _hook(self) -> Any:
         """The SageMaker hook (its async client is used); imported here, when the trigger runs."""
-        from airflow_hetero.hook import HeteroTrainingHook
+        from airflow_hetero.hooks.training import HeteroTrainingHook
 
         return HeteroTrainingHook.for_task(self)
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_transient
-from airflow_hetero.outcome import JobState, classify
+from airflow_hetero.hooks.outcome import JobState, classify
 
 
 def is_not_found(exc: BaseException) -> bool:
@@ -180,5 +180,5 @@ class HeteroTrainingHook(AwsBaseHook):
 
     @staticmethod
     def classify(describe: dict[str, Any]) -> JobState:
-        """See :func:`airflow_hetero.outcome.classify`."""
+        """See :func:`airflow_hetero.hooks.outcome.classify`."""
         return classify(describe)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
-from airflow_hetero import instance_types
+from airflow_hetero.definition import instance_types
 
 Loc = tuple[str | int, ...]
 Finding = tuple[Loc, str]

@@ -12,7 +12,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from airflow_hetero import instance_types
+from airflow_hetero.definition import instance_types
 
 
 class ImageLookupError(ValueError):
@@ -22,7 +22,7 @@ class ImageLookupError(ValueError):
 @functools.cache
 def catalogue() -> dict[str, Any]:
     """The generated catalogue (loaded once, only when an image is needed)."""
-    text = resources.files("airflow_hetero").joinpath("data/dlc_training_images.json").read_text("utf-8")
+    text = resources.files("airflow_hetero.definition").joinpath("data/dlc_training_images.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

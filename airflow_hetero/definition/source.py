@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import tarfile
 
-    from airflow_hetero.spec import HeteroTrainingJob
+    from airflow_hetero.definition.model import JobFields
 
 _SKIP_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints"}
 
@@ -28,14 +28,14 @@ def is_remote(location: str | None) -> bool:
     return location is not None and location.lower().startswith("s3://")
 
 
-def needs_upload(job: HeteroTrainingJob) -> bool:
+def needs_upload(job: JobFields) -> bool:
     """True when the job's code is local and must be packaged and uploaded before submission."""
     if job.entry_point is None:
         return False
     return not is_remote(job.source_dir)
 
 
-def source_upload_uri(job: HeteroTrainingJob, job_name: str) -> str | None:
+def source_upload_uri(job: JobFields, job_name: str) -> str | None:
     """Where the packaged local code goes, or None when the code already is in S3 (or absent)."""
     if not needs_upload(job):
         return None
@@ -43,14 +43,14 @@ def source_upload_uri(job: HeteroTrainingJob, job_name: str) -> str | None:
     return f"s3://{bucket}/{job_name}/source/sourcedir.tar.gz"
 
 
-def submit_directory(job: HeteroTrainingJob, job_name: str) -> str | None:
+def submit_directory(job: JobFields, job_name: str) -> str | None:
     """The S3 URI of the code tarball the container downloads (``sagemaker_submit_directory``)."""
     if is_remote(job.source_dir):
         return job.source_dir
     return source_upload_uri(job, job_name)
 
 
-def program_name(job: HeteroTrainingJob) -> str | None:
+def program_name(job: JobFields) -> str | None:
     """``sagemaker_program``: the entry point inside the tarball."""
     if job.entry_point is None:
         return None
@@ -59,7 +59,7 @@ def program_name(job: HeteroTrainingJob) -> str | None:
     return job.entry_point
 
 
-def upload_extra_args(job: HeteroTrainingJob) -> dict[str, Any]:
+def upload_extra_args(job: JobFields) -> dict[str, Any]:
     """S3 ``ExtraArgs`` for the upload: KMS encryption as the SDK requests it."""
     extra: dict[str, Any] = {"ServerSideEncryption": "aws:kms"}
     if job.output_kms_key:
@@ -67,7 +67,7 @@ def upload_extra_args(job: HeteroTrainingJob) -> dict[str, Any]:
     return extra
 
 
-def package_source_dir(job: HeteroTrainingJob, base: Path | None = None, *, include_runtime: bool = True) -> bytes:
+def package_source_dir(job: JobFields, base: Path | None = None, *, include_runtime: bool = True) -> bytes:
     """``sourcedir.tar.gz`` of the local code; relative paths resolve against ``base``.
 
     With ``source_dir`` the whole directory is packed (caches skipped); with only an

@@ -1,6 +1,6 @@
 """Decide which instance group each host of a training job is in, from evidence found in its logs (pure).
 
-Evidence is collected per stream by :class:`airflow_hetero.logs.StreamLog`; this module weighs it
+Evidence is collected per stream by :class:`airflow_hetero.logs.streams.StreamLog`; this module weighs it
 in order of trust and cross-checks the result with DescribeTrainingJob. Host numbers are never
 used: they do not follow group order. No Airflow, boto3 or botocore here.
 """
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_hetero.runtime import HOMOGENEOUS_GROUP
 
 if TYPE_CHECKING:
-    from airflow_hetero.logs import StreamLog
+    from airflow_hetero.logs.streams import StreamLog
 
 __all__ = ["HOMOGENEOUS_GROUP", "SOURCES", "GroupSpec", "HostMapping", "groups_from_describe", "resolve_mapping"]
 

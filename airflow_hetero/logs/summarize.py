@@ -2,7 +2,7 @@
 
 For ``@task`` users and for :class:`airflow_hetero.operators.log_summary.HeteroLogSummaryOperator`.
 Takes already-built clients (plain boto3 ones or those of
-:class:`airflow_hetero.hook.HeteroTrainingHook`), so importing it loads neither boto3 nor Airflow.
+:class:`airflow_hetero.hooks.training.HeteroTrainingHook`), so importing it loads neither boto3 nor Airflow.
 """
 
 from __future__ import annotations
@@ -11,18 +11,17 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow_hetero.cloudwatch import ApiCalls, read_job_logs, read_utilization
-from airflow_hetero.logs import (
+from airflow_hetero.logs.cloudwatch import ApiCalls, read_job_logs, read_utilization
+from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
+from airflow_hetero.logs.mapping import groups_from_describe, resolve_mapping
+from airflow_hetero.logs.streams import (
     DEFAULT_MAX_ERROR_SAMPLES,
     LOG_GROUP,
     LineRules,
     StreamLog,
-    groups_from_describe,
     host_from_stream,
-    resolve_mapping,
 )
-from airflow_hetero.summary import TERMINAL_STATUSES, build_summary, training_window
-from airflow_hetero.summary_limits import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
+from airflow_hetero.logs.summary import TERMINAL_STATUSES, build_summary, training_window
 
 __all__ = ["DEFAULT_MAX_XCOM_BYTES", "summarize_training_job"]
 
@@ -47,7 +46,7 @@ def summarize_training_job(
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
     :param error_patterns: regexes counting a line as an error (None: tracebacks, ERROR/CRITICAL,
-        CUDA/NCCL errors, OOM kills; see :data:`airflow_hetero.logs.DEFAULT_ERROR_PATTERNS`).
+        CUDA/NCCL errors, OOM kills; see :data:`airflow_hetero.logs.streams.DEFAULT_ERROR_PATTERNS`).
     :param metric_definitions: ``[{"Name", "Regex"}]``; None means the job's own MetricDefinitions.
     :param max_xcom_bytes: size bound of the returned dict as JSON (tails shrink first, then error
         samples; ``truncated`` says what was cut).

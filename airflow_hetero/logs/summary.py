@@ -1,8 +1,8 @@
 """Assemble the per-group summary of a training job from stream accumulators and DescribeTrainingJob (pure).
 
-Inputs are already read: :class:`airflow_hetero.logs.StreamLog` objects (one per log stream), the
+Inputs are already read: :class:`airflow_hetero.logs.streams.StreamLog` objects (one per log stream), the
 DescribeTrainingJob answer and utilisation datapoints. The output is a plain JSON-serialisable dict
-(the XCom ``return_value``); :mod:`airflow_hetero.summary_limits` bounds its size and renders the
+(the XCom ``return_value``); :mod:`airflow_hetero.logs.limits` bounds its size and renders the
 table for the task log. No Airflow, boto3 or botocore here.
 """
 
@@ -14,14 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_hetero.logs import (
+from airflow_hetero.logs.mapping import GroupSpec, HostMapping, groups_from_describe, resolve_mapping
+from airflow_hetero.logs.streams import (
     ErrorSample,
-    GroupSpec,
-    HostMapping,
     MetricValue,
     StreamLog,
-    groups_from_describe,
-    resolve_mapping,
 )
 
 #: CloudWatch metric name -> key in a group's ``utilization``.

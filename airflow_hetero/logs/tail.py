@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
-from airflow_hetero.log_mapping import groups_from_describe, resolve_mapping
-from airflow_hetero.logs import LOG_GROUP, LineRules, StreamLog, host_from_stream
+from airflow_hetero.logs.mapping import groups_from_describe, resolve_mapping
+from airflow_hetero.logs.streams import LOG_GROUP, LineRules, StreamLog, host_from_stream
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class GroupResolver(Protocol):
 
 
 class LogsGroupResolver:
-    """:class:`GroupResolver` on :mod:`airflow_hetero.logs`: the same evidence rules as the summaries.
+    """:class:`GroupResolver` on :mod:`airflow_hetero.logs.streams`: the same evidence rules as the summaries.
 
     The mapping is recomputed only when a host is asked for that is not mapped yet and new lines
     have arrived since the last attempt, so following a chatty job stays cheap.

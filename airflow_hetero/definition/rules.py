@@ -1,9 +1,10 @@
-"""The rules a training-job definition must follow, with the messages users see.
+"""The cross-field rules a training-job definition must follow, with the messages users see.
 
-Single-field checks are called from field validators; ``cross_field`` checks rules that
-span fields on the raw definition, so they run (and report) even when some field is
-invalid. The ``distribution`` rules live in :mod:`airflow_hetero.distribution_rules`.
-``docs/definitions.md`` lists every rule; a test keeps the two in step.
+``cross_field`` checks rules that span fields on the raw definition, so they run (and report)
+even when some field is invalid; ``after_encoding`` checks what only the encoded request shows.
+Single-field checks live in :mod:`airflow_hetero.definition.checks`, the ``distribution`` rules in
+:mod:`airflow_hetero.definition.distribution_rules`. ``docs/definitions.md`` lists every rule; a
+test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -12,126 +13,22 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-from pydantic_core import PydanticCustomError
-
-from airflow_hetero import distribution_rules, instance_types
-from airflow_hetero.distribution_rules import STRATEGIES, Finding, Loc, distribution_group
-from airflow_hetero.naming import MAX_BASE_JOB_NAME, check_base_job_name
+from airflow_hetero.definition import distribution_rules
+from airflow_hetero.definition.checks import (
+    CHANNEL_NAME,
+    ENV_KEY,
+    HETERO_MINIMUM,
+    MAX_ENV,
+    MAX_HP_KEY,
+    MAX_HP_VALUE,
+    MAX_HYPERPARAMETERS,
+    version_tuple,
+)
+from airflow_hetero.definition.distribution_rules import STRATEGIES, Finding, Loc, distribution_group
+from airflow_hetero.definition.naming import MAX_BASE_JOB_NAME, check_base_job_name
 
 if TYPE_CHECKING:
-    from airflow_hetero.spec import HeteroTrainingJob
-
-MAX_GROUPS = 5
-MAX_CHANNELS = 20
-MAX_HYPERPARAMETERS = 100
-MAX_HP_KEY = 256
-MAX_HP_VALUE = 2500
-MAX_ENV = 100
-ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$")
-S3_URI = re.compile(r"^(https|s3)://([^/]+)/?(.*)$")
-CHANNEL_NAME = re.compile(r"^[A-Za-z0-9\.\-_]+$")
-ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-HETERO_MINIMUM = {"pytorch": (1, 10), "tensorflow": (2, 6)}
-
-
-def fail(msg: str) -> PydanticCustomError:
-    """An error whose message is shown as is (no 'Value error,' prefix, braces kept)."""
-    return PydanticCustomError("hetero_rule", msg)  # no context given: braces are shown as written
-
-
-def line_error(loc: Loc, msg: str) -> dict[str, Any]:
-    """A pydantic line error for ``ValidationError.from_exception_data``."""
-    return {"type": fail(msg), "loc": loc, "input": None}
-
-
-def reraisable(err: ValidationError) -> list[dict[str, Any]]:
-    """The errors of ``err`` as line errors that can be raised again together with others."""
-    out: list[dict[str, Any]] = []
-    for item in err.errors(include_url=False):
-        msg = str(item["msg"])
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        kind = str(item["type"])
-        out.append({"type": PydanticCustomError(kind, msg), "loc": item["loc"], "input": item.get("input")})
-    return out
-
-
-# --- single-field checks ---------------------------------------------------------------------
-
-
-def check_group_name(value: str) -> str:
-    if not 1 <= len(value) <= 64:
-        raise fail(f"must be 1 to 64 characters long (got {len(value)})")
-    return value
-
-
-def check_instance_type(value: str) -> str:
-    if value.startswith("local"):
-        raise fail(
-            f"'{value}' runs SageMaker's local mode, which cannot run heterogeneous clusters; "
-            "keep a real instance type (e.g. ml.c5.xlarge) and point the connection at the "
-            "offline endpoint instead (`airflow-hetero local serve`, see docs/local.md)"
-        )
-    known = instance_types.training_instance_types()
-    if value not in known:
-        hint = instance_types.closest(value)
-        did_you_mean = f"did you mean '{hint}'? " if hint else ""
-        raise fail(
-            f"'{value}' is not a SageMaker training instance type; {did_you_mean}"
-            f"allowed: the {len(known)} values of botocore's TrainingInstanceType "
-            "(list them with `airflow-hetero instance-types`)"
-        )
-    return value
-
-
-def check_not_bool(value: Any) -> Any:
-    """Numbers must not be given as true/false (pydantic would read them as 1/0)."""
-    if isinstance(value, bool):
-        raise fail("must be a whole number, not true/false")
-    return value
-
-
-def check_count(value: int) -> int:
-    if value < 1:
-        raise fail(f"must be at least 1 (got {value})")
-    return value
-
-
-def check_s3_uri(value: str, *, allow_https: bool = True) -> str:
-    if len(value) > 1024:
-        raise fail(f"must be at most 1024 characters (got {len(value)})")
-    match = S3_URI.match(value)
-    if not match or (match.group(1) == "https" and not allow_https):
-        raise fail(f"'{value}' is not an S3 URI; expected s3://bucket/prefix")
-    return value
-
-
-def check_role(value: str) -> str:
-    if not ROLE_ARN.match(value) or not 20 <= len(value) <= 2048:
-        raise fail(
-            f"'{value}' is not an IAM role ARN; expected arn:aws:iam::<12-digit account>:role/<name> "
-            "(a bare role name would need an IAM call to expand, so give the full ARN)"
-        )
-    return value
-
-
-def check_version_string(value: Any) -> Any:
-    if isinstance(value, bool | int | float):
-        raise fail(
-            f"write the version as a quoted string, e.g. '{value}' "
-            "(YAML reads 1.10 as the number 1.1, which is a different version)"
-        )
-    return value
-
-
-def version_tuple(version: str) -> tuple[int, ...] | None:
-    """``"1.12.1"`` -> ``(1, 12, 1)``; None when not dotted numbers."""
-    parts = version.split(".")
-    if not all(p.isdigit() for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
-
+    from airflow_hetero.definition.model import JobFields
 
 # --- cross-field rules --------------------------------------------------------------------------
 
@@ -279,7 +176,7 @@ def _framework_image(raw: Mapping[str, Any]) -> Iterator[Finding]:
     framework, version, py = raw.get("framework"), raw.get("framework_version"), raw.get("py_version")
     if raw.get("image_uri") is not None or framework not in HETERO_MINIMUM:
         return
-    from airflow_hetero.images import ImageLookupError, check_py_version, resolve_version
+    from airflow_hetero.definition.images import ImageLookupError, check_py_version, resolve_version
 
     if isinstance(version, str):
         try:
@@ -376,7 +273,7 @@ def _metric_definitions(defs: Any) -> Iterator[Finding]:
 
 def _hyperparameters(raw: Mapping[str, Any]) -> Iterator[Finding]:
     """Reserved names and length limits, on the values as they will be sent."""
-    from airflow_hetero.hyperparameters import RESERVED, user_hyperparameters
+    from airflow_hetero.definition.hyperparameters import RESERVED, user_hyperparameters
 
     values = raw.get("hyperparameters")
     if not isinstance(values, Mapping):
@@ -396,9 +293,9 @@ def _hyperparameters(raw: Mapping[str, Any]) -> Iterator[Finding]:
             yield ("hyperparameters", key), f"value is {len(value)} characters {how}; at most {MAX_HP_VALUE}"
 
 
-def after_encoding(job: HeteroTrainingJob) -> Iterator[Finding]:
+def after_encoding(job: JobFields) -> Iterator[Finding]:
     """The entry count, on what the SDK would send (with its sagemaker_* keys); needs a valid job."""
-    from airflow_hetero.hyperparameters import sdk_hyperparameters
+    from airflow_hetero.definition.hyperparameters import sdk_hyperparameters
 
     encoded = sdk_hyperparameters(job, job_name="x" * 63, region="ap-southeast-3")
     if len(encoded) > MAX_HYPERPARAMETERS:

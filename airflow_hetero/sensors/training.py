@@ -17,7 +17,7 @@ from airflow_hetero._compat import BaseSensorOperator, PokeReturnValue, default_
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
-    from airflow_hetero.hook import HeteroTrainingHook
+    from airflow_hetero.hooks.training import HeteroTrainingHook
 
 
 class HeteroTrainingSensor(BaseSensorOperator):
@@ -66,7 +66,7 @@ class HeteroTrainingSensor(BaseSensorOperator):
 
     def make_hook(self) -> HeteroTrainingHook:
         """A fresh hook (no state survives between pokes)."""
-        from airflow_hetero.hook import HeteroTrainingHook
+        from airflow_hetero.hooks.training import HeteroTrainingHook
 
         return HeteroTrainingHook.for_task(self)
 
@@ -77,7 +77,7 @@ class HeteroTrainingSensor(BaseSensorOperator):
         result = self.poke(context)
         if result.is_done:
             return result.xcom_value
-        from airflow_hetero.triggers import HeteroTrainingTrigger
+        from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
         self.defer(
             trigger=HeteroTrainingTrigger(
@@ -95,7 +95,7 @@ class HeteroTrainingSensor(BaseSensorOperator):
     def poke(self, context: Context) -> PokeReturnValue:
         """One DescribeTrainingJob: not done while running; result dict or failure when finished."""
         from airflow_hetero._retry import is_transient
-        from airflow_hetero.outcome import classify, resolve_outcome
+        from airflow_hetero.hooks.outcome import classify, resolve_outcome
 
         hook = self.make_hook()
         try:
@@ -121,7 +121,7 @@ class HeteroTrainingSensor(BaseSensorOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as a poke."""
-        from airflow_hetero.outcome import outcome_from_event
+        from airflow_hetero.hooks.outcome import outcome_from_event
 
         hook = self.make_hook()
         if self.print_log and event.get("status") == "done":
@@ -135,7 +135,7 @@ class HeteroTrainingSensor(BaseSensorOperator):
         )
 
     def _print_tail(self, hook: HeteroTrainingHook, describe: dict[str, Any] | None) -> None:
-        from airflow_hetero.log_tail import LogsGroupResolver, LogTailer
+        from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer
 
         tailer = LogTailer(
             hook.logs_client,

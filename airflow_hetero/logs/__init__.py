@@ -1,0 +1,20 @@
+"""Logs of a training job: reading streams, mapping hosts to instance groups, per-group summaries.
+
+Pure core: :mod:`~airflow_hetero.logs.streams` (per-stream accumulation), :mod:`~.mapping`
+(host -> group), :mod:`~.summary` and :mod:`~.limits` (the summary and its XCom bound). The modules
+that call AWS take the boto3 clients they are given and import neither boto3 nor Airflow:
+:mod:`~.cloudwatch` (read logs and metrics), :mod:`~.tail` (live tail), :mod:`~.summarize`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from airflow_hetero._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from airflow_hetero.logs.summarize import summarize_training_job
+
+__all__ = ["summarize_training_job"]
+
+__getattr__, __dir__ = lazy_exports(globals(), {"summarize_training_job": "airflow_hetero.logs.summarize"})
