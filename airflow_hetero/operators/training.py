@@ -5,7 +5,11 @@
 * The job name is derived from ``base_job_name`` and a stable hash of dag_id, task_id, run_id and
   map index, so a retry of the task instance finds the job its earlier try started: a running
   job is re-attached, a completed one returns its result, a failed or stopped one is followed by
-  a new job with a fresh suffix. One CreateTrainingJob per logical attempt, never two.
+  a new job with a fresh suffix, a stopping one is waited for first. Only a job carrying this task
+  instance's identity (:mod:`airflow_hetero.hooks.identity`) is ever re-attached; another job of
+  the same name counts as taken. One job per logical attempt, never two (docs/failure-semantics.md).
+* Every way the task ends while its job runs stops the job (kill, clear, mark failed/success,
+  ``execution_timeout``, deadline), deferred or not; a triggerer restart does not.
 * Waiting: synchronous (one DescribeTrainingJob per ``check_interval``, every SecondaryStatus
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
@@ -28,6 +32,7 @@ from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobL
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
     from airflow_hetero.definition.job import HeteroTrainingJob
+    from airflow_hetero.hooks.identity import TaskIdentity
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.logs.tail import LogTailer
 
@@ -60,6 +65,10 @@ class HeteroTrainingOperator(BaseOperator):
     #: How long polls may keep failing transiently (each after its own retries) before the task
     #: fails; its retry then re-attaches to the still-running job.
     transient_grace_seconds: float = 1800
+    #: "Not found" from DescribeTrainingJob this soon after our own create is eventual consistency.
+    not_found_grace_seconds: float = 60
+    #: A job staying Stopping longer than this fails the task (with its name and state).
+    stopping_timeout_seconds: float = 1800
 
     template_fields: Sequence[str] = ("job", "job_name")
     template_fields_renderers = {"job": "json"}
@@ -111,6 +120,8 @@ class HeteroTrainingOperator(BaseOperator):
         self.fail_on_stopped = fail_on_stopped
         self.on_existing_job = on_existing_job
         self.active_job_name: str | None = None  # the job on_kill stops
+        self.submitted_at: float | None = None  # epoch of our own CreateTrainingJob (not-found grace)
+        self.wait_limit: float | None = None  # the submitted job's MaxRuntime (+ MaxWait) + margin
 
     # -- pieces ------------------------------------------------------------------------------
 
@@ -155,33 +166,80 @@ class HeteroTrainingOperator(BaseOperator):
                 yield self.job_name if attempt == 0 else f"{self.job_name}-{attempt}"
             return
         ti: Any = context["ti"]
-        key = naming.stable_hash(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
         base = base_job_name(job)
+        key = naming.task_key(base, ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
         for attempt in range(naming.MAX_ATTEMPT + 1):
             yield naming.derived_job_name(base, key, attempt)
 
-    def choose_job(
-        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, context: Context
+    def start_job(
+        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, context: Context, region: str
     ) -> tuple[str, dict[str, Any] | None]:
-        """The name to use and its existing job (to re-attach to), or None to submit a new one."""
-        from airflow_hetero.hooks.outcome import classify
+        """Re-attach to this task instance's job or submit a new one; the name and its description.
 
+        The description is None for a job just submitted. A job of a candidate name whose identity
+        is not this task instance's counts as taken (warning, next name); a stopping one of ours
+        (a clear stopped it) is waited for, then replaced.
+        """
+        from airflow_hetero.hooks.identity import TaskIdentity
+        from airflow_hetero.hooks.outcome import classify
+        from airflow_hetero.hooks.training import JobNameTakenError
+
+        identity = TaskIdentity.of(context["ti"])
         for name in self.candidate_names(job, context):
             existing = hook.find_training_job(name)
             if existing is None:
+                try:
+                    self.submit(hook, job, name, region, identity)
+                except JobNameTakenError as err:
+                    self.log.warning("%s; trying the next name", err)
+                    continue
                 return name, None
+            owner = hook.identity_of(existing)
             status = existing.get("TrainingJobStatus")
+            if owner != identity.digest:
+                self.log.warning(
+                    "Training job %s (%s) belongs to another task instance (identity %s, this one %s); "
+                    "trying the next name",
+                    name,
+                    status,
+                    owner or "none",
+                    identity.digest,
+                )
+                continue
             if self.on_existing_job == "fail":
                 raise AirflowFailException(f"Training job {name} already exists ({status}) and on_existing_job='fail'")
+            if status == "Stopping":
+                existing = self.wait_stopped(hook, name)
             state = classify(existing)
             if self.on_existing_job == "reattach" and state in ("running", "succeeded"):
                 self.log.info("Re-attaching to training job %s (%s), not submitting a new one", name, status)
                 return name, existing
-            self.log.info("Training job %s exists (%s); trying the next name", name, status)
+            self.log.info("Training job %s exists (%s); trying the next name", name, existing.get("TrainingJobStatus"))
         raise AirflowFailException("Every job name for this task instance is taken")
 
-    def submit(self, hook: HeteroTrainingHook, job: HeteroTrainingJob, name: str, region: str) -> None:
-        """Package and upload a local source_dir, then send the one CreateTrainingJob."""
+    def wait_stopped(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
+        """Wait (bounded) for a Stopping job to end; its last description."""
+        from airflow_hetero.hooks.outcome import TrainingJobTimeoutError
+
+        self.log.info("Training job %s is stopping (the task was cleared or killed): waiting for it to end", name)
+        since = time.monotonic()
+        while True:
+            describe = hook.describe_training_job(name)
+            if describe.get("TrainingJobStatus") != "Stopping":
+                return describe
+            if time.monotonic() - since > self.stopping_timeout_seconds:
+                raise TrainingJobTimeoutError(
+                    f"Training job {name} is still Stopping after {self.stopping_timeout_seconds:g}s "
+                    "(stopping_timeout_seconds)",
+                    job_name=name,
+                    status="Stopping",
+                )
+            time.sleep(self.check_interval)
+
+    def submit(
+        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, name: str, region: str, identity: TaskIdentity
+    ) -> None:
+        """Package and upload a local source_dir, then send the one CreateTrainingJob (identity stamped)."""
         from airflow_hetero.definition.errors import JobDefinitionError
         from airflow_hetero.definition.request import build_training_request
         from airflow_hetero.definition.source import (
@@ -190,39 +248,44 @@ class HeteroTrainingOperator(BaseOperator):
             source_upload_uri,
             upload_extra_args,
         )
+        from airflow_hetero.hooks.outcome import wait_limit_seconds
 
         try:
-            request = build_training_request(job, job_name=name, region=region)
+            request = identity.stamp(build_training_request(job, job_name=name, region=region))
             upload_uri = source_upload_uri(job, name)
             code = package_source_dir(job, base=self.base_dir()) if upload_uri else None
-        except (JobDefinitionError, SourceDirError) as err:
+        except (JobDefinitionError, SourceDirError, ValueError) as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
         if upload_uri and code is not None:
             hook.upload_bytes(code, upload_uri, upload_extra_args(job))
             self.log.info("Uploaded training code (%d bytes) to %s", len(code), upload_uri)
         self.active_job_name = name
-        answer = hook.create_training_job(request)
+        self.submitted_at = time.time()
+        answer = hook.create_training_job(request, identity=identity.digest)
+        self.wait_limit = wait_limit_seconds(request)
         groups = ", ".join(
             f"{g['InstanceGroupName']}={g['InstanceCount']}x{g['InstanceType']}"
             for g in request["ResourceConfig"].get("InstanceGroups", [])
         )
-        self.log.info("Submitted training job %s (%s) %s", name, answer.get("TrainingJobArn"), groups)
+        how = "Adopted (the create's answer was lost)" if answer.get("Adopted") else "Submitted"
+        self.log.info("%s training job %s (%s) %s", how, name, answer.get("TrainingJobArn"), groups)
 
     # -- execution ---------------------------------------------------------------------------
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
-        from airflow_hetero.hooks.outcome import classify, resolve_outcome, result_dict
+        from airflow_hetero.hooks.outcome import classify, resolve_outcome, result_dict, wait_limit_seconds
         from airflow_hetero.links.training import persist_job_links
 
         started = time.monotonic()
+        started_at = time.time()
         job = self.load_definition(context)
         hook = self.make_hook()
         region = hook.conn_region_name
-        name, describe = self.choose_job(hook, job, context)
+        name, describe = self.start_job(hook, job, context, region)
         self.active_job_name = name
-        if describe is None:
-            self.submit(hook, job, name, region)
+        if describe is not None:
+            self.wait_limit = wait_limit_seconds(describe)
         persist_job_links(context, job_name=name, region=region)
         if describe is not None and classify(describe) == "succeeded":
             self.log.info("Training job %s already completed: returning its result", name)
@@ -230,14 +293,45 @@ class HeteroTrainingOperator(BaseOperator):
         if not self.wait_for_completion:
             return result_dict(describe or hook.describe_training_job(name))
         if self.deferrable:
-            self.defer_wait(name)
+            self.defer_wait(name, started_at)
         return self.wait(hook, name, describe, started)
 
-    def defer_wait(self, name: str) -> None:
-        """Hand the wait to the triggerer (deadline: max_ingestion_time, else the job's limits)."""
+    def deferral_deadline(self, started_at: float) -> tuple[float | None, str | None, float | None]:
+        """(trigger deadline, what it is, Airflow's own deferral timeout in seconds), from the task's start.
+
+        The trigger gives up first (so ``execute_complete`` stops the job and says which limit
+        passed): at ``max_ingestion_time``, else at the submitted job's MaxRuntime (+ MaxWait) +
+        margin, and a little before ``execution_timeout``, which is also passed to Airflow as the
+        deferral timeout (Airflow 3 does not apply ``execution_timeout`` to deferred tasks itself).
+        """
+        deadlines: list[tuple[float, str]] = []
+        if self.max_ingestion_time is not None:
+            deadlines.append(
+                (started_at + self.max_ingestion_time, f"max_ingestion_time ({self.max_ingestion_time:g}s)")
+            )
+        elif self.wait_limit is not None:
+            deadlines.append(
+                (started_at + self.wait_limit, f"the job's MaxRuntime (+ MaxWait) plus margin ({self.wait_limit:g}s)")
+            )
+        airflow_timeout = None
+        if self.execution_timeout is not None:
+            limit = self.execution_timeout.total_seconds()
+            margin = min(60.0, limit * 0.1)
+            deadlines.append((started_at + limit - margin, f"execution_timeout ({limit:g}s)"))
+            airflow_timeout = max(1.0, started_at + limit - time.time())
+        if not deadlines:
+            return None, None, airflow_timeout
+        deadline, reason = min(deadlines)
+        return deadline, reason, airflow_timeout
+
+    def defer_wait(self, name: str, started_at: float | None = None) -> None:
+        """Hand the wait to the triggerer (deadlines counted from the task's start, see deferral_deadline)."""
+        from datetime import timedelta
+
         from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
-        deadline = None if self.max_ingestion_time is None else time.time() + self.max_ingestion_time
+        started_at = time.time() if started_at is None else started_at
+        deadline, reason, airflow_timeout = self.deferral_deadline(started_at)
         self.defer(
             trigger=HeteroTrainingTrigger(
                 name,
@@ -248,8 +342,12 @@ class HeteroTrainingOperator(BaseOperator):
                 poll_interval=float(self.check_interval),
                 deadline=deadline,
                 stop_on_kill=True,
+                started_at=started_at,
+                created_at=self.submitted_at,
+                deadline_reason=reason,
             ),
             method_name="execute_complete",
+            timeout=None if airflow_timeout is None else timedelta(seconds=airflow_timeout),
         )
 
     def wait(
@@ -257,23 +355,28 @@ class HeteroTrainingOperator(BaseOperator):
     ) -> dict[str, Any]:
         """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
         from airflow_hetero._retry import is_transient
-        from airflow_hetero.hooks.outcome import TrainingJobTimeoutError, classify, resolve_outcome
+        from airflow_hetero.hooks.outcome import TrainingJobTimeoutError, classify, resolve_outcome, wait_limit_seconds
+        from airflow_hetero.hooks.training import is_not_found
 
         logged = 0  # SecondaryStatusTransitions already written to the task log
         tailer: LogTailer | None = None
         failing_since: float | None = None  # start of the current run of failed polls
+        stopping_since: float | None = None  # first poll that saw Stopping
         while True:
             if describe is None:
                 try:
                     describe = hook.describe_training_job(name)
                     failing_since = None
                 except Exception as exc:
-                    if not is_transient(exc):
+                    if is_not_found(exc) and self.just_created():
+                        self.log.warning("Training job %s not found yet (just created): will look again", name)
+                    elif not is_transient(exc):
                         raise
-                    failing_since = failing_since or time.monotonic()
-                    if time.monotonic() - failing_since > self.transient_grace_seconds:
-                        raise  # a long outage: fail; the retry re-attaches to the job
-                    self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
+                    else:
+                        failing_since = failing_since or time.monotonic()
+                        if time.monotonic() - failing_since > self.transient_grace_seconds:
+                            raise  # a long outage: fail; the retry re-attaches to the job
+                        self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
             state = None
             transition = False  # a new SecondaryStatus: new log streams may have appeared
             if describe is not None:
@@ -287,16 +390,39 @@ class HeteroTrainingOperator(BaseOperator):
             if describe is not None and state != "running":
                 self.active_job_name = None
                 return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
-            if self.max_ingestion_time is not None and time.monotonic() - started > self.max_ingestion_time:
+            status = str((describe or {}).get("TrainingJobStatus"))
+            if describe is not None and status == "Stopping":
+                stopping_since = stopping_since or time.monotonic()
+                if time.monotonic() - stopping_since > self.stopping_timeout_seconds:
+                    raise TrainingJobTimeoutError(
+                        f"Training job {name} is still Stopping after {self.stopping_timeout_seconds:g}s "
+                        "(stopping_timeout_seconds)",
+                        job_name=name,
+                        status=status,
+                    )
+            elif self.max_ingestion_time is not None and time.monotonic() - started > self.max_ingestion_time:
                 hook.stop_training_job(name)
                 raise TrainingJobTimeoutError(
                     f"Training job {name} exceeded max_ingestion_time ({self.max_ingestion_time}s); "
                     "it was asked to stop",
                     job_name=name,
-                    status=str((describe or {}).get("TrainingJobStatus")),
+                    status=status,
+                )
+            elif describe is not None and _past_job_limit(describe):
+                limit = wait_limit_seconds(describe)
+                hook.stop_training_job(name)
+                raise TrainingJobTimeoutError(
+                    f"Training job {name} still {status} {limit}s after its creation, beyond its MaxRuntime "
+                    "(+ MaxWait) plus margin; it was asked to stop",
+                    job_name=name,
+                    status=status,
                 )
             time.sleep(self.check_interval)
             describe = None
+
+    def just_created(self) -> bool:
+        """True within ``not_found_grace_seconds`` of this task's own CreateTrainingJob."""
+        return self.submitted_at is not None and time.time() - self.submitted_at < self.not_found_grace_seconds
 
     def log_transitions(self, name: str, describe: dict[str, Any], logged: int) -> int:
         """Write each new SecondaryStatus transition once, with its StatusMessage."""
@@ -349,11 +475,12 @@ class HeteroTrainingOperator(BaseOperator):
                 tailer.emit_tail()
             except Exception as exc:
                 self.log.warning("Could not read the logs of %s: %s", self.active_job_name, exc)
-        timeout_message = (
-            f"exceeded max_ingestion_time ({self.max_ingestion_time}s)"
-            if self.max_ingestion_time is not None
-            else "did not finish within its MaxRuntime (+ MaxWait) plus margin"
-        )
+        if event.get("deadline_reason"):
+            timeout_message = f"reached its deadline: {event['deadline_reason']}"
+        elif self.max_ingestion_time is not None:
+            timeout_message = f"exceeded max_ingestion_time ({self.max_ingestion_time}s)"
+        else:
+            timeout_message = "did not finish within its MaxRuntime (+ MaxWait) plus margin"
         result = outcome_from_event(
             event,
             describe=hook.describe_training_job,
@@ -371,6 +498,46 @@ class HeteroTrainingOperator(BaseOperator):
             return
         self.log.info("Task killed: stopping training job %s", name)
         self.make_hook().stop_training_job(name)
+
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
+        """A deferral that ends in Airflow's ``__fail__`` (deferral or execution timeout, trigger
+        crash) stops this task instance's running job before the task fails."""
+        if next_method == "__fail__":
+            try:
+                self.stop_own_job(context)
+            except Exception as exc:  # the failure Airflow reports must still be raised below
+                self.log.error("Could not stop the training job of this task instance: %s", exc)
+        return super().resume_execution(next_method, next_kwargs, context)
+
+    def stop_own_job(self, context: Context) -> str | None:
+        """Find this task instance's running job by its candidate names and identity; stop it."""
+        from airflow_hetero.hooks.identity import TaskIdentity
+        from airflow_hetero.hooks.outcome import classify
+
+        job = self.load_definition(context)
+        hook = self.make_hook()
+        digest = TaskIdentity.of(context["ti"]).digest
+        for name in self.candidate_names(job, context):
+            existing = hook.find_training_job(name)
+            if existing is None:
+                return None  # names are used in order: no later one exists
+            if classify(existing) == "running" and hook.identity_of(existing) == digest:
+                self.log.info("Task ends while training job %s runs: stopping it", name)
+                hook.stop_training_job(name)
+                return name
+        return None
+
+
+def _past_job_limit(describe: dict[str, Any]) -> bool:
+    """True when the job has existed longer than its MaxRuntime (+ MaxWait) plus margin."""
+    from datetime import datetime
+
+    from airflow_hetero.hooks.outcome import wait_limit_seconds
+
+    created = describe.get("CreationTime")
+    if not isinstance(created, datetime):
+        return False
+    return time.time() > created.timestamp() + wait_limit_seconds(describe)
 
 
 def _has_template(value: Any) -> bool:
