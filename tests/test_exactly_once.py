@@ -267,7 +267,10 @@ def test_identity_is_read_from_the_environment_when_describe_echoes_it() -> None
 
 def test_stamp_keeps_user_tags_and_environment() -> None:
     identity = TaskIdentity("d", "t", "r")
-    request = {"Tags": [{"Key": "team", "Value": "ml"}, {"Key": IDENTITY_TAG, "Value": "forged"}], "Environment": {"A": "1"}}
+    request = {
+        "Tags": [{"Key": "team", "Value": "ml"}, {"Key": IDENTITY_TAG, "Value": "forged"}],
+        "Environment": {"A": "1"},
+    }
     stamped = identity.stamp(request)
     assert [t for t in stamped["Tags"] if t["Key"] == IDENTITY_TAG] == [{"Key": IDENTITY_TAG, "Value": identity.digest}]
     assert {"Key": "team", "Value": "ml"} in stamped["Tags"]
