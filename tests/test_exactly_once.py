@@ -276,3 +276,39 @@ def test_stamp_keeps_user_tags_and_environment() -> None:
     assert {"Key": "team", "Value": "ml"} in stamped["Tags"]
     assert stamped["Environment"] == {"A": "1", IDENTITY_ENV: identity.digest}
     assert json.dumps(stamped)  # plain data
+
+
+# -- limit messages -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("secondary", "condition", "expected"),
+    [
+        (
+            "MaxRuntimeExceeded",
+            {"MaxRuntimeInSeconds": 7200},
+            "exceeded its maximum run time, MaxRuntimeInSeconds = 7200 s",
+        ),
+        (
+            "MaxWaitTimeExceeded",
+            {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 5400},
+            "MaxWaitTimeInSeconds = 5400 s; raise max_wait",
+        ),
+    ],
+)
+def test_limit_stops_get_their_own_message(secondary: str, condition: dict[str, int], expected: str) -> None:
+    from airflow_hetero.hooks.outcome import TrainingJobLimitError, resolve_outcome
+
+    describe = {
+        "TrainingJobName": "limited",
+        "TrainingJobStatus": "Stopped",
+        "SecondaryStatus": secondary,
+        "StoppingCondition": condition,
+    }
+    with pytest.raises(TrainingJobLimitError, match=rf"limited was stopped by SageMaker \({secondary}\)") as info:
+        resolve_outcome(describe)
+    assert expected in str(info.value)
+    assert resolve_outcome(describe, fail_on_stopped=False)["status"] == "Stopped"
+    failed = {**describe, "TrainingJobStatus": "Failed", "FailureReason": "ClientError: limit"}
+    with pytest.raises(Exception, match=expected.split(";")[0].replace("(", r"\(")):
+        resolve_outcome(failed)
