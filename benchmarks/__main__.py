@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import import_cost, log_summary
+from benchmarks import hostile_definitions, import_cost, log_summary
 
 
 def main() -> int:
     status = import_cost.main([])
     print()
-    return status or log_summary.main([])
+    status = status or log_summary.main([])
+    print()
+    return status or hostile_definitions.main([])
 
 
 if __name__ == "__main__":

@@ -310,5 +310,5 @@ def test_limit_stops_get_their_own_message(secondary: str, condition: dict[str, 
     assert expected in str(info.value)
     assert resolve_outcome(describe, fail_on_stopped=False)["status"] == "Stopped"
     failed = {**describe, "TrainingJobStatus": "Failed", "FailureReason": "ClientError: limit"}
-    with pytest.raises(Exception, match=expected.split(";")[0].replace("(", r"\(")):
+    with pytest.raises(Exception, match=expected.split(";", maxsplit=1)[0].replace("(", r"\(")):
         resolve_outcome(failed)
