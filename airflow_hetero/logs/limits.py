@@ -2,7 +2,10 @@
 
 The size bound cuts in a fixed order: tails first (long lines, then fewer lines per host), then
 error samples (long lines, then fewer samples), then the timeline's messages, the problem list and
-the unmapped host list. ``summary["truncated"]`` says what was cut; nothing is cut silently.
+the unmapped host list, then the per-host lists of every group (hosts, streams, mapping sources,
+tails) down to a few entries each, and at the very end everything but the job's status and counts.
+Any number of hosts and streams fits; ``summary["truncated"]`` says what was cut; nothing is cut
+silently, and no summary is refused for its size.
 """
 
 from __future__ import annotations
@@ -72,8 +75,7 @@ def _steps(start: int) -> list[int]:
 def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCOM_BYTES) -> dict[str, Any]:
     """A copy of ``summary`` whose JSON is at most ``max_bytes``, with ``truncated`` saying what was cut.
 
-    Raises ValueError when ``max_bytes`` is below :data:`MIN_MAX_XCOM_BYTES` or the skeleton alone
-    does not fit.
+    Raises ValueError only when ``max_bytes`` is below :data:`MIN_MAX_XCOM_BYTES`; any summary fits.
     """
     if max_bytes < MIN_MAX_XCOM_BYTES:
         raise ValueError(f"max_xcom_bytes must be at least {MIN_MAX_XCOM_BYTES}, got {max_bytes}")
@@ -127,10 +129,56 @@ def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCO
                 out["unmapped"]["hosts"] = hosts[:10]
             if fits():
                 return out
-    raise ValueError(
-        f"summary of {summary.get('training_job_name')} needs {truncated['bytes_after']} bytes without "
-        f"tails and samples; raise max_xcom_bytes above {max_bytes}"
-    )
+    for keep in (64, 16, 4, 1, 0):
+        cut = _cut_host_lists(out, keep)
+        if cut:
+            other.append(f"{len(cut)} per-host lists cut to {keep} entries (each list's full length in <key>_total)")
+        if fits():
+            return out
+    return _skeleton(out, truncated)
+
+
+#: Lists and mappings of a section that grow with the number of hosts and streams.
+_HOST_KEYS = ("hosts", "log_streams", "mapped_by", "tail")
+
+
+def _cut_host_lists(summary: dict[str, Any], keep: int) -> list[str]:
+    """Keep the first ``keep`` entries of every per-host list; ``name (dropped of total)`` for each cut."""
+    cut: list[str] = []
+    named = [*summary.get("groups", {}).items()]
+    if summary.get("unmapped"):
+        named.append(("(unmapped)", summary["unmapped"]))
+    for name, section in named:
+        for key in _HOST_KEYS:
+            value = section.get(key)
+            if isinstance(value, list | dict) and len(value) > keep:
+                total = len(value)
+                section[key] = value[:keep] if isinstance(value, list) else dict(list(value.items())[:keep])
+                section[f"{key}_total"] = total
+                cut.append(f"{name}.{key} ({total - keep} of {total})")
+    for key in ("unmapped_hosts", "problems"):
+        value = summary.get(key)
+        if isinstance(value, list) and len(value) > keep:
+            cut.append(f"{key} ({len(value) - keep} of {len(value)})")
+            summary[f"{key}_total"] = len(value)
+            summary[key] = value[:keep]
+    return cut
+
+
+def _skeleton(summary: dict[str, Any], truncated: dict[str, Any]) -> dict[str, Any]:
+    """The job's status and counts only: what is left when even the cut summary is too big."""
+    keys = ("training_job_name", "status", "secondary_status", "partial", "errors", "warnings")
+    out: dict[str, Any] = {key: summary.get(key) for key in keys}
+    out["failure_reason"] = str(summary.get("failure_reason") or "")[:300] or None
+    out["groups"] = {
+        str(name)[:64]: {"instance_count": g.get("instance_count"), "errors": g.get("errors")}
+        for name, g in list(summary.get("groups", {}).items())[:5]
+    }
+    truncated["other"] = [*truncated.get("other", [])[-3:], "everything but the job's status and counts"]
+    out["truncated"] = truncated
+    for _ in range(3):  # bytes_after counts its own digits
+        truncated["bytes_after"] = json_size(out)
+    return out
 
 
 _UTIL_KEYS = ("cpu", "memory", "gpu", "gpu_memory")
