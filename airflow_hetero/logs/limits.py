@@ -15,6 +15,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from airflow_hetero.logs.streams import strip_control
+
 #: Default bound: well under common XCom backends' limits (the DB backend stores tens of KB happily).
 DEFAULT_MAX_XCOM_BYTES = 48 * 1024
 #: Smallest bound accepted: the skeleton (groups, counters, metrics) must fit.
@@ -117,6 +119,7 @@ def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCO
         return out
     if len(out.get("problems") or ()) > 3:
         other.append(f"problems ({len(out['problems']) - 3} of {len(out['problems'])} dropped)")
+        out["problems_total"] = len(out["problems"])
         out["problems"] = out["problems"][:3]
         if fits():
             return out
@@ -124,6 +127,7 @@ def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCO
         hosts = out.get(key) or []
         if len(hosts) > 10:
             other.append(f"{key} ({len(hosts) - 10} of {len(hosts)} dropped)")
+            out[f"{key}_total"] = len(hosts)
             out[key] = hosts[:10]
             if out.get("unmapped"):
                 out["unmapped"]["hosts"] = hosts[:10]
@@ -152,15 +156,14 @@ def _cut_host_lists(summary: dict[str, Any], keep: int) -> list[str]:
         for key in _HOST_KEYS:
             value = section.get(key)
             if isinstance(value, list | dict) and len(value) > keep:
-                total = len(value)
+                total = section.setdefault(f"{key}_total", len(value))  # the length before any cut
                 section[key] = value[:keep] if isinstance(value, list) else dict(list(value.items())[:keep])
-                section[f"{key}_total"] = total
                 cut.append(f"{name}.{key} ({total - keep} of {total})")
     for key in ("unmapped_hosts", "problems"):
         value = summary.get(key)
         if isinstance(value, list) and len(value) > keep:
-            cut.append(f"{key} ({len(value) - keep} of {len(value)})")
-            summary[f"{key}_total"] = len(value)
+            total = summary.setdefault(f"{key}_total", len(value))
+            cut.append(f"{key} ({total - keep} of {total})")
             summary[key] = value[:keep]
     return cut
 
@@ -278,4 +281,4 @@ def format_table(summary: dict[str, Any]) -> str:
     lines.extend(f"problem: {problem}" for problem in summary.get("problems") or ())
     if summary.get("truncated"):
         lines.append(f"truncated to fit max_xcom_bytes: {json.dumps(summary['truncated'])}")
-    return "\n".join(lines)
+    return "\n".join(strip_control(line) for line in lines)  # names and reasons come from the job

@@ -36,6 +36,7 @@ __all__ = [
     "host_from_stream",
     "metric_goal",
     "parse_group_map",
+    "strip_control",
 ]
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -80,6 +81,12 @@ DEFAULT_WARNING_PATTERNS: tuple[str, ...] = (
     r"Warning: (?<=[a-z]Warning: )",
 )
 
+#: ANSI escape sequences (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL/ST``, two-byte ``ESC x``), then
+#: any other C0/C1 control character or DEL; tabs are kept.
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]"
+    r"|[\x00-\x08\x0a-\x1f\x7f-\x9f]"
+)
 _MARKER_TAG = "[airflow-hetero]"
 _TRACEBACK_CONTINUATIONS = ("Traceback", "During handling of the above", "The above exception")
 _STREAM_EPOCH = re.compile(r"^(?P<host>.+)-\d{9,}$")
@@ -134,6 +141,13 @@ def metric_goal(name: str) -> str:
     """``"min"`` for metrics whose name contains "loss" or "error" (case-insensitive), else ``"max"``."""
     lowered = name.lower()
     return "min" if "loss" in lowered or "error" in lowered else "max"
+
+
+def strip_control(text: str) -> str:
+    """``text`` without ANSI escape sequences and control characters (tabs kept): safe for a terminal."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub("", text)
 
 
 def clip(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -266,6 +280,8 @@ class StreamLog:
             self._line(timestamp, message)
 
     def _line(self, timestamp: int, line: str) -> None:
+        if not line.isprintable():  # colours and control characters: never stored, never matched
+            line = strip_control(line)
         stored = clip(line) if len(line) > MAX_LINE_CHARS else line
         if stored and not stored.isspace():
             self.tail.append((timestamp, stored))

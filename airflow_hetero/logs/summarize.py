@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow_hetero.logs.cloudwatch import ApiCalls, read_job_logs, read_utilization
+from airflow_hetero._retry import RetryPolicy
+from airflow_hetero.logs.cloudwatch import ApiCalls, counted_call, read_job_logs, read_utilization
 from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 from airflow_hetero.logs.mapping import groups_from_describe, resolve_mapping
 from airflow_hetero.logs.streams import (
@@ -42,6 +43,7 @@ def summarize_training_job(
     max_workers: int = 4,
     log_group: str = LOG_GROUP,
     now: datetime | None = None,
+    retry_policy: RetryPolicy | None = None,
 ) -> dict[str, Any]:
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
@@ -49,7 +51,9 @@ def summarize_training_job(
         CUDA/NCCL errors, OOM kills; see :data:`airflow_hetero.logs.streams.DEFAULT_ERROR_PATTERNS`).
     :param metric_definitions: ``[{"Name", "Regex"}]``; None means the job's own MetricDefinitions.
     :param max_xcom_bytes: size bound of the returned dict as JSON (tails shrink first, then error
-        samples; ``truncated`` says what was cut).
+        samples, then per-host lists; ``truncated`` says what was cut; any number of streams fits).
+    :param retry_policy: backoff for throttling, 5xx and dropped connections on every call (default
+        :data:`airflow_hetero.logs.cloudwatch.LOG_RETRY_POLICY`).
     Works on a running job too (``partial`` is then True). Raises ValueError for bad arguments or
     patterns before any log is read; service errors (e.g. an unknown job) propagate.
     """
@@ -60,8 +64,11 @@ def summarize_training_job(
     if include_metrics and cloudwatch_client is None:
         raise ValueError("include_metrics=True needs a cloudwatch_client")
     calls = ApiCalls()
-    calls.add("DescribeTrainingJob")
-    describe = dict(sagemaker_client.describe_training_job(TrainingJobName=job_name))
+    describe = dict(
+        counted_call(
+            sagemaker_client.describe_training_job, "DescribeTrainingJob", calls, retry_policy, TrainingJobName=job_name
+        )
+    )
     describe.pop("ResponseMetadata", None)
     if metric_definitions is None:
         metric_definitions = (describe.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or ()
@@ -87,6 +94,7 @@ def summarize_training_job(
         max_workers=max_workers,
         stop_after_ms=stop_after_ms,
         calls=calls,
+        retry_policy=retry_policy,
     )
     mapping = resolve_mapping(logs, groups_from_describe(describe))
     datapoints = None
@@ -99,7 +107,9 @@ def summarize_training_job(
             # to a minute after it ended; the query's range is the window, so no clipping after.
             start = datetime.fromtimestamp(window[0] // 60 * 60, tz=UTC)
             end = datetime.fromtimestamp(window[1], tz=UTC) + timedelta(minutes=1)
-            datapoints = read_utilization(cloudwatch_client, job_name, hosts, start, end, calls=calls)
+            datapoints = read_utilization(
+                cloudwatch_client, job_name, hosts, start, end, calls=calls, retry_policy=retry_policy
+            )
     summary = build_summary(
         job_name,
         describe,

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
 from airflow_hetero.logs.mapping import groups_from_describe, resolve_mapping
-from airflow_hetero.logs.streams import LOG_GROUP, LineRules, StreamLog, host_from_stream
+from airflow_hetero.logs.streams import LOG_GROUP, LineRules, StreamLog, host_from_stream, strip_control
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class LogTailer:
         # batch, so a marker line in this batch also labels the lines that came just before it.
         events.sort(key=lambda e: (e[0], e[1]))
         for _, _, host, message in events:
-            self.emit(f"{self.prefix(host)} {message}")
+            self.emit(strip_control(f"{self.prefix(host)} {message}"))
         return len(events)
 
     def flush(self) -> int:
@@ -154,7 +154,7 @@ class LogTailer:
                         events.append((int(event.get("timestamp", 0)), order, stream.host, message))
         events.sort(key=lambda e: (e[0], e[1]))
         for _, _, host, message in events:
-            self.emit(f"{self.prefix(host)} {message}")
+            self.emit(strip_control(f"{self.prefix(host)} {message}"))
         return len(events)
 
     def prefix(self, host: str) -> str:
