@@ -312,3 +312,12 @@ def test_limit_stops_get_their_own_message(secondary: str, condition: dict[str, 
     failed = {**describe, "TrainingJobStatus": "Failed", "FailureReason": "ClientError: limit"}
     with pytest.raises(Exception, match=expected.split(";", maxsplit=1)[0].replace("(", r"\(")):
         resolve_outcome(failed)
+
+
+def test_too_many_user_tags_fail_before_any_job(proxy: FaultProxy, jobs: MotoJobs) -> None:
+    from airflow_hetero._compat import AirflowFailException
+
+    job = {**JOB, "tags": {f"k{i}": "v" for i in range(46)}}
+    with pytest.raises(AirflowFailException, match="give at most 45"):
+        operator(job=job).execute({"ti": ti()})
+    assert jobs.calls["CreateTrainingJob"] == 0 and jobs.names() == []

@@ -19,6 +19,8 @@ from airflow_hetero.definition.naming import full_digest
 TAG_PREFIX = "airflow-hetero:"
 IDENTITY_TAG = f"{TAG_PREFIX}identity"
 IDENTITY_ENV = "AIRFLOW_HETERO_IDENTITY"
+#: Tags SageMaker accepts on one training job.
+MAX_TAGS = 50
 #: SageMaker tag values: at most 256 characters of letters, digits, spaces and ``_.:/=+-@``.
 _TAG_VALUE_MAX = 256
 _TAG_UNSAFE = re.compile(r"[^\w .:/=+\-@]", re.ASCII)
@@ -68,6 +70,11 @@ class TaskIdentity:
         out = dict(request)
         tags = [t for t in request.get("Tags") or () if not str(t.get("Key", "")).startswith(TAG_PREFIX)]
         out["Tags"] = [*tags, *self.tags()]
+        if len(out["Tags"]) > MAX_TAGS:
+            raise ValueError(
+                f"tags: {len(tags)} tags leave no room for the {len(self.tags())} identity tags "
+                f"(SageMaker allows {MAX_TAGS} per job: give at most {MAX_TAGS - len(self.tags())})"
+            )
         out["Environment"] = {**(request.get("Environment") or {}), IDENTITY_ENV: self.digest}
         return out
 
