@@ -208,7 +208,7 @@ class HeteroTrainingOperator(BaseOperator):
                 continue
             if self.on_existing_job == "fail":
                 raise AirflowFailException(f"Training job {name} already exists ({status}) and on_existing_job='fail'")
-            if status == "Stopping":
+            if status == "Stopping" and self.on_existing_job == "reattach":
                 existing = self.wait_stopped(hook, name)
             state = classify(existing)
             if self.on_existing_job == "reattach" and state in ("running", "succeeded"):
