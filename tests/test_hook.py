@@ -267,3 +267,15 @@ def test_upload_bytes(aws: None) -> None:
     assert body == b"tarball"
     with pytest.raises(ValueError, match="bucket and a key"):
         hook.upload_bytes(b"x", "s3://code")
+
+
+def test_identity_of_reads_tags_and_treats_unreadable_tags_as_another_identity() -> None:
+    hook, stub = stubbed_hook()
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:training-job/j"
+    tags = [{"Key": "airflow-hetero:identity", "Value": "d" * 64}]
+    stub.add_response("list_tags", {"Tags": tags}, {"ResourceArn": arn})
+    stub.add_client_error("list_tags", service_error_code="AccessDeniedException", http_status_code=400)
+    with stub:
+        assert hook.identity_of({"TrainingJobArn": arn}) == "d" * 64
+        assert hook.identity_of({"TrainingJobArn": arn}) is None  # never re-attached on a guess
+    stub.assert_no_pending_responses()
