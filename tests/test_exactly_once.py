@@ -249,6 +249,14 @@ def test_not_found_right_after_our_create_is_transient(proxy: FaultProxy, jobs: 
     assert result["status"] == "Completed" and jobs.calls["CreateTrainingJob"] == 1
 
 
+def test_not_found_right_after_create_without_waiting_is_transient(proxy: FaultProxy, jobs: MotoJobs) -> None:
+    from moto.sagemaker.exceptions import ValidationError
+
+    jobs.every_job = [ValidationError("Could not find training job"), ValidationError("Could not find training job")]
+    result = operator(wait_for_completion=False).execute({"ti": ti()})
+    assert result["status"] == "InProgress" and jobs.calls["CreateTrainingJob"] == 1
+
+
 def test_not_found_long_after_create_is_an_error(proxy: FaultProxy, jobs: MotoJobs) -> None:
     from moto.sagemaker.exceptions import ValidationError
 

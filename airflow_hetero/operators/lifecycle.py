@@ -144,6 +144,19 @@ class JobLifecycle:
         deadline, reason = min(deadlines)
         return deadline, reason, airflow_timeout
 
+    def describe_fresh(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
+        """DescribeTrainingJob, waiting out "not found" within the grace period after our own create."""
+        from airflow_hetero.hooks.training import is_not_found
+
+        while True:
+            try:
+                return hook.describe_training_job(name)
+            except Exception as exc:
+                if not (is_not_found(exc) and self.just_created()):
+                    raise
+                self.log.warning("Training job %s not found yet (just created): will look again", name)
+                time.sleep(min(self.check_interval, 5.0))
+
     def just_created(self) -> bool:
         """True within ``not_found_grace_seconds`` of this task's own CreateTrainingJob."""
         return self.submitted_at is not None and time.time() - self.submitted_at < self.not_found_grace_seconds

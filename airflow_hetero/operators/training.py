@@ -223,7 +223,7 @@ class HeteroTrainingOperator(JobLifecycle, BaseOperator):
             self.log.info("Training job %s already completed: returning its result", name)
             return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
         if not self.wait_for_completion:
-            return result_dict(describe or hook.describe_training_job(name))
+            return result_dict(describe or self.describe_fresh(hook, name))
         if self.deferrable:
             self.defer_wait(name, started_at)
         return self.wait(hook, name, describe, started)
