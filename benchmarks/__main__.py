@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import import_cost, log_summary
+from benchmarks import import_cost, log_summary, parse_fork
 
 
 def main() -> int:
     status = import_cost.main([])
+    print()
+    status = status or parse_fork.main([])
     print()
     return status or log_summary.main([])
 
