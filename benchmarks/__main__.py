@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import import_cost, log_summary, parse_fork
+from benchmarks import import_cost, log_summary, parse_fork, print_log
 
 
 def main() -> int:
     status = import_cost.main([])
     print()
     status = status or parse_fork.main([])
+    print()
+    status = status or print_log.main([])
     print()
     return status or log_summary.main([])
 
