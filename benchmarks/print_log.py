@@ -37,7 +37,7 @@ class GrowingLogs:
     def describe_log_streams(self, **_: Any) -> dict[str, Any]:
         return {"logStreams": [{"logStreamName": name} for name in self.lengths]}
 
-    def get_log_events(self, *, logStreamName: str, nextToken: str | None = None, **_: Any) -> dict[str, Any]:  # noqa: N803
+    def get_log_events(self, *, logStreamName: str, nextToken: str | None = None, **_: Any) -> dict[str, Any]:
         start = int(nextToken.split("/")[1]) if nextToken else 0
         end = min(self.lengths[logStreamName], start + 10_000)
         if end == start:

@@ -176,7 +176,7 @@ class RecordingLogs(PagedLogs):
 def test_each_page_is_emitted_before_the_next_is_read() -> None:
     journal: list[str] = []
     client = RecordingLogs([["a"], ["b"]], journal)
-    t = LogTailer(client, "job-p", emit=lambda line: journal.append(line), resolver=LogsGroupResolver(), expected_hosts=1)
+    t = LogTailer(client, "job-p", emit=journal.append, resolver=LogsGroupResolver(), expected_hosts=1)
     t.flush()
     assert journal == ["read", "[algo-1] a", "read", "[algo-1] b", "read"]
 
