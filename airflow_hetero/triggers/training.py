@@ -1,10 +1,12 @@
 """HeteroTrainingTrigger: wait for a training job in the triggerer, without a hidden time cap.
 
-Polls DescribeTrainingJob through the Amazon provider's async (aiobotocore) client. Transient
-errors are retried and, if a poll still fails, the next poll tries again: they never end the
-wait on their own. The wait ends when the job finishes, when the deadline passes, or on a
-permanent error; each ends with one event. The default deadline is the job's own CreationTime
-+ MaxRuntime (+ MaxWait for spot) + a margin, so a triggerer restart does not extend it.
+Status comes from the event loop's shared :class:`~airflow_hetero.triggers.watcher.JobWatcher`
+(one async client per connection, batched ListTrainingJobs checks, DescribeTrainingJob on a
+change), so one triggerer holds a thousand deferred jobs. Transient errors are retried and, if a
+poll still fails, the next poll tries again: they never end the wait on their own. The wait ends
+when the job finishes, when the deadline passes, or on a permanent error; each ends with one
+event. The default deadline is the job's own CreationTime + MaxRuntime (+ MaxWait for spot) + a
+margin, so a triggerer restart does not extend it.
 
 The class path ``airflow_hetero.triggers.HeteroTrainingTrigger`` and the kwargs of
 ``serialize()`` are a stable interface: a triggerer may load a trigger serialized by an older
@@ -123,47 +125,53 @@ class HeteroTrainingTrigger(BaseTrigger):
         return None if created is None else created + wait_limit_seconds(describe)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        """Poll until the job finishes, the deadline passes or a permanent error occurs."""
-        hook = self._hook()
+        """Wait until the job finishes, the deadline passes or a permanent error occurs.
+
+        Status comes from the loop's shared :class:`~airflow_hetero.triggers.watcher.JobWatcher`:
+        one client and batched checks for every trigger of the same connection.
+        """
+        from airflow_hetero.triggers.watcher import JobWatcher, watch_key
+
+        key = watch_key(self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
+        watcher = JobWatcher.shared(key, self._hook, self.retry_policy)
         deadline = None if self.deadline is None else float(self.deadline)
+        # a deadline that has already passed still gives the first check a moment, so the
+        # timeout event can carry the job's state
+        first_answer_by = time.time() + min(max(float(self.poll_interval), 2.0), 30.0)
         last: dict[str, Any] | None = None
-        async with await hook.get_async_conn() as client:
+        async with watcher.subscribe(self.job_name, self.poll_interval) as subscription:
             while True:
+                until = None if deadline is None else (deadline if last else max(deadline, first_answer_by))
+                timeout = None if until is None else max(0.0, until - time.time())
                 try:
-                    describe: dict[str, Any] = await acall_with_retry(
-                        client.describe_training_job,
-                        policy=self.retry_policy,
-                        what=f"DescribeTrainingJob {self.job_name}",
-                        TrainingJobName=self.job_name,
-                    )
-                except Exception as exc:
-                    if not is_transient(exc):
-                        self.log.error("Stopped watching training job %s: %s", self.job_name, exc)
-                        yield self._event("error", last, f"{type(exc).__name__}: {exc}")
-                        return
-                    self.log.warning("Training job %s: still failing transiently: %s", self.job_name, exc)
-                else:
-                    last = describe
-                    if deadline is None:
-                        deadline = self._deadline_for(describe)
-                    try:
-                        finished = classify(describe) != "running"
-                    except ValueError as exc:
-                        yield self._event("error", describe, str(exc))
-                        return
-                    if finished:
-                        yield self._event("done", describe)
-                        return
-                    self.log.info(
-                        "Training job %s: %s / %s",
-                        self.job_name,
-                        describe.get("TrainingJobStatus"),
-                        describe.get("SecondaryStatus"),
-                    )
-                if deadline is not None and time.time() >= deadline:
+                    answer = await asyncio.wait_for(subscription.updates.get(), timeout)
+                except TimeoutError:
                     yield self._event("timeout", last, f"deadline {deadline:.0f} passed")
                     return
-                await asyncio.sleep(self.poll_interval)
+                if isinstance(answer, BaseException):
+                    if not is_transient(answer):
+                        self.log.error("Stopped watching training job %s: %s", self.job_name, answer)
+                        yield self._event("error", last, f"{type(answer).__name__}: {answer}")
+                        return
+                    self.log.warning("Training job %s: still failing transiently: %s", self.job_name, answer)
+                    continue
+                last = answer
+                if deadline is None:
+                    deadline = self._deadline_for(answer)
+                try:
+                    finished = classify(answer) != "running"
+                except ValueError as exc:
+                    yield self._event("error", answer, str(exc))
+                    return
+                if finished:
+                    yield self._event("done", answer)
+                    return
+                self.log.info(
+                    "Training job %s: %s / %s",
+                    self.job_name,
+                    answer.get("TrainingJobStatus"),
+                    answer.get("SecondaryStatus"),
+                )
 
     async def on_kill(self) -> None:
         """A user killed the deferred task: stop the job when this trigger owns it."""
