@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import import_cost, log_summary, parse_fork, print_log
+from benchmarks import import_cost, log_summary, parse_fork, print_log, triggerer
 
 
 def main() -> int:
@@ -16,6 +16,8 @@ def main() -> int:
     status = status or parse_fork.main([])
     print()
     status = status or print_log.main([])
+    print()
+    status = status or triggerer.main([])
     print()
     return status or log_summary.main([])
 

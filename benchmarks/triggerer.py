@@ -31,6 +31,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 CONN_ID = "bench_sagemaker"
@@ -249,9 +250,10 @@ def main(argv: list[str] | None = None) -> int:
                 [sys.executable, "-m", "benchmarks.triggerer", "--serve", port_file, "--jobs", str(args.jobs)]
             )
             try:
-                while not os.path.exists(port_file) or not open(port_file, encoding="utf-8").read():
+                port_path = Path(port_file)
+                while not port_path.exists() or not port_path.read_text(encoding="utf-8"):
                     time.sleep(0.05)
-                port = int(open(port_file, encoding="utf-8").read())
+                port = int(port_path.read_text(encoding="utf-8"))
                 result = measure(variant, port, args.jobs, args.interval, args.window)
                 stats = endpoint_stats(port)
             finally:
