@@ -131,3 +131,11 @@ def test_the_operator_still_refuses_a_bad_definition_at_parse_time_after_a_good_
     assert len(_markers(cache)) == 1
     with pytest.raises(JobDefinitionError):
         HeteroTrainingOperator(task_id="bad", job=BAD)
+
+
+def test_the_performance_page_example_runs(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "performance.md").read_text(encoding="utf-8")
+    (snippet,) = [b.split("```", 1)[0] for b in page.split("```python\n")[1:]]
+    exec(compile(snippet, "performance.md", "exec"), {})
+    assert len(capsys.readouterr().out.strip()) == 12
+    assert len(_markers(cache)) == 1

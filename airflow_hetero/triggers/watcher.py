@@ -27,7 +27,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_hetero._retry import RetryPolicy, acall_with_retry, is_transient
@@ -92,6 +92,7 @@ class JobWatcher:
         self._task: asyncio.Task[None] | None = None
         self._listing = True
         self._newest_change: datetime | None = None
+        self._listed_at: datetime | None = None
         self.calls: dict[str, int] = {"DescribeTrainingJob": 0, "ListTrainingJobs": 0}
 
     @classmethod
@@ -181,11 +182,15 @@ class JobWatcher:
     async def _list_changes(self, client: Any) -> set[str] | None:
         """Names of watched jobs whose summary changed; None when the list could not tell."""
         assert self._newest_change is not None  # never list the whole account
+        # changes since the newest one seen, or since the previous list (by this clock) when that
+        # is later; the overlap covers the list's lag and small clock differences
+        since = max(self._newest_change, self._listed_at) if self._listed_at else self._newest_change
+        started = datetime.now(UTC)
         kwargs: dict[str, Any] = {
             "MaxResults": 100,
             "SortBy": "LastModifiedTime",
             "SortOrder": "Descending",
-            "LastModifiedTimeAfter": self._newest_change - LIST_OVERLAP,
+            "LastModifiedTimeAfter": since - LIST_OVERLAP,
         }
         changed: set[str] = set()
         newest = self._newest_change
@@ -216,6 +221,7 @@ class JobWatcher:
                 )
             return None
         self._newest_change = newest
+        self._listed_at = started
         return changed
 
     async def _describe(self, client: Any, job: _Job, now: float, limit: asyncio.Semaphore) -> None:
