@@ -100,9 +100,9 @@ class HeteroTrainingOperator(JobLifecycle, BaseOperator):
         elif isinstance(job, os.PathLike):
             job = os.fspath(job)
         if isinstance(job, Mapping) and not _has_template(job):
-            from airflow_hetero.definition.job import load_job
+            from airflow_hetero.definition.validated import validate_once
 
-            load_job(job)  # nothing to render: a bad definition fails now, at DAG-parse time
+            validate_once(job)  # nothing to render: a bad definition fails now, at DAG-parse time
         self.job: Mapping[str, Any] | str = job
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id

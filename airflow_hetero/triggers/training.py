@@ -1,13 +1,14 @@
 """HeteroTrainingTrigger: wait for a training job in the triggerer, without a hidden time cap.
 
-Polls DescribeTrainingJob through the Amazon provider's async (aiobotocore) client. Transient
-errors are retried and, if a poll still fails, the next poll tries again: they never end the
-wait on their own. "Not found" within :data:`NOT_FOUND_GRACE_SECONDS` of our own create is
-eventual consistency, not an error. The wait ends when the job finishes, when the deadline
-passes, or on a permanent error; each ends with one event. The default deadline is the job's own
-CreationTime + MaxRuntime (+ MaxWait for spot) + a margin, and, while no Describe has succeeded,
-``started_at`` (the task's start) + the default limits: a wait is never unbounded, and a
-triggerer restart does not extend it.
+Status comes from the event loop's shared :class:`~airflow_hetero.triggers.watcher.JobWatcher`
+(one async client per connection, batched ListTrainingJobs checks, DescribeTrainingJob on a
+change), so one triggerer holds a thousand deferred jobs. Transient errors are retried and, if a
+poll still fails, the next poll tries again: they never end the wait on their own. "Not found"
+within :data:`NOT_FOUND_GRACE_SECONDS` of our own create is eventual consistency, not an error.
+The wait ends when the job finishes, when the deadline passes, or on a permanent error; each ends
+with one event. The default deadline is the job's own CreationTime + MaxRuntime (+ MaxWait for
+spot) + a margin, and, while no Describe has succeeded, ``started_at`` (the task's start) + the
+default limits: a wait is never unbounded, and a triggerer restart does not extend it.
 
 Ending the task stops the job when the trigger owns it (``stop_on_kill``): Airflow 3.3+ calls
 :meth:`on_kill` on mark failed / mark success / clear. Airflow 2.11 has no trigger ``on_kill``:
@@ -158,52 +159,57 @@ class HeteroTrainingTrigger(BaseTrigger):
         return self.created_at is not None and time.time() - float(self.created_at) < NOT_FOUND_GRACE_SECONDS
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        """Poll until the job finishes, the deadline passes or a permanent error occurs."""
-        from airflow_hetero.hooks.training import is_not_found
+        """Wait until the job finishes, the deadline passes or a permanent error occurs.
 
-        hook = self._hook()
+        Status comes from the loop's shared :class:`~airflow_hetero.triggers.watcher.JobWatcher`:
+        one client and batched checks for every trigger of the same connection.
+        """
+        from airflow_hetero.hooks.training import is_not_found
+        from airflow_hetero.triggers.watcher import JobWatcher, watch_key
+
+        key = watch_key(self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
+        watcher = JobWatcher.shared(key, self._hook, self.retry_policy)
         deadline = self._deadline_for(None)  # until a Describe succeeds: counted from the task's start
         known = self.deadline is not None
+        # a deadline that has already passed still gives the first check a moment, so the
+        # timeout event can carry the job's state
+        first_answer_by = time.time() + min(max(float(self.poll_interval), 2.0), 30.0)
         last: dict[str, Any] | None = None
-        async with await hook.get_async_conn() as client:
+        async with watcher.subscribe(self.job_name, self.poll_interval) as subscription:
             while True:
+                until = deadline if last is not None else max(deadline, first_answer_by)
                 try:
-                    describe: dict[str, Any] = await acall_with_retry(
-                        client.describe_training_job,
-                        policy=self.retry_policy,
-                        what=f"DescribeTrainingJob {self.job_name}",
-                        TrainingJobName=self.job_name,
-                    )
-                except Exception as exc:
-                    if is_not_found(exc) and self._just_created():
-                        self.log.warning("Training job %s not found yet (just created): will look again", self.job_name)
-                    elif not is_transient(exc):
-                        self.log.error("Stopped watching training job %s: %s", self.job_name, exc)
-                        yield self._event("error", last, f"{type(exc).__name__}: {exc}")
-                        return
-                    self.log.warning("Training job %s: still failing transiently: %s", self.job_name, exc)
-                else:
-                    last = describe
-                    if not known:
-                        deadline, known = self._deadline_for(describe), True
-                    try:
-                        finished = classify(describe) != "running"
-                    except ValueError as exc:
-                        yield self._event("error", describe, str(exc))
-                        return
-                    if finished:
-                        yield self._event("done", describe)
-                        return
-                    self.log.info(
-                        "Training job %s: %s / %s",
-                        self.job_name,
-                        describe.get("TrainingJobStatus"),
-                        describe.get("SecondaryStatus"),
-                    )
-                if time.time() >= deadline:
+                    answer = await asyncio.wait_for(subscription.updates.get(), max(0.0, until - time.time()))
+                except TimeoutError:
                     yield self._event("timeout", last, f"deadline {deadline:.0f} passed")
                     return
-                await asyncio.sleep(self.poll_interval)
+                if isinstance(answer, BaseException):
+                    if is_not_found(answer) and self._just_created():
+                        self.log.warning("Training job %s not found yet (just created): will look again", self.job_name)
+                    elif not is_transient(answer):
+                        self.log.error("Stopped watching training job %s: %s", self.job_name, answer)
+                        yield self._event("error", last, f"{type(answer).__name__}: {answer}")
+                        return
+                    else:
+                        self.log.warning("Training job %s: still failing transiently: %s", self.job_name, answer)
+                    continue
+                last = answer
+                if not known:
+                    deadline, known = self._deadline_for(answer), True
+                try:
+                    finished = classify(answer) != "running"
+                except ValueError as exc:
+                    yield self._event("error", answer, str(exc))
+                    return
+                if finished:
+                    yield self._event("done", answer)
+                    return
+                self.log.info(
+                    "Training job %s: %s / %s",
+                    self.job_name,
+                    answer.get("TrainingJobStatus"),
+                    answer.get("SecondaryStatus"),
+                )
 
     async def on_kill(self) -> None:
         """A user killed the deferred task: stop the job when this trigger owns it."""
