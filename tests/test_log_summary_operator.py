@@ -59,7 +59,7 @@ def job() -> Iterator[str]:
 
 
 def run(**kwargs: Any) -> tuple[dict[str, Any], MagicMock]:
-    ti = MagicMock()
+    ti = MagicMock(dag_id="d", run_id="r", task_id="summary", map_index=-1)
     operator = HeteroLogSummaryOperator(task_id="summary", aws_conn_id=None, region_name="us-east-1", **kwargs)
     return operator.execute({"ti": ti}), ti  # type: ignore[arg-type]
 
@@ -79,6 +79,7 @@ def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsy
         "group_data_group": summary["groups"]["data_group"],
         "group_dnn_group": summary["groups"]["dnn_group"],
         "verdict": summary["verdict"],
+        "_link_InstanceGroupsLink": "/hetero/instance-groups?dag_id=d&run_id=r&task_id=summary&map_index=-1",
     }
     assert summary["groups"]["dnn_group"]["utilization"]["gpu"] == {
         "avg": 12.0,

@@ -3,8 +3,8 @@
 The size bound cuts in a fixed order: utilisation series beyond a third of the bound first (halved,
 never below a few points), then tails (long lines, then fewer lines per host), then error samples
 (long lines, then fewer samples), then the timeline's messages, the problem list and the unmapped
-host list, and at last the series themselves and the verdict's details. ``summary["truncated"]`` says what was cut; nothing
-is cut silently.
+host list, and at last the series themselves and the verdict's details. ``summary["truncated"]``
+says what was cut; nothing is cut silently.
 """
 
 from __future__ import annotations

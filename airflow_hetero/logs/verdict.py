@@ -132,6 +132,8 @@ def judge(
             "peak_percent": None,
             "state": "no_data",
             "instance_count": group.get("instance_count"),
+            "cpus": cap.cpus,
+            "gpus": cap.gpus,
             "instance_seconds": group.get("instance_seconds"),
             "waiting_share": None,
             "waiting_instance_seconds": None,
@@ -143,7 +145,7 @@ def judge(
             busy = _per_device(util[resource]["avg"], devices)
             peak = _per_device(util[resource].get("max"), devices)
             assert busy is not None
-            entry.update(resource=resource, busy_percent=round(busy, 1), devices=devices)
+            entry.update(resource=resource, busy_percent=round(busy, 1))
             entry["peak_percent"] = round(peak, 1) if peak is not None else None
             if devices is None:
                 entry["note"] = f"{resource} figure not divided by devices: unknown instance type"

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseOperator
+from airflow_hetero.links.instance_groups import InstanceGroupsLink
 from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
 from airflow_hetero.logs.verdict import Thresholds
@@ -50,6 +51,7 @@ class HeteroLogSummaryOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("job_name",)
     ui_color = "#e4f4ff"
+    operator_extra_links = (InstanceGroupsLink(),)
 
     def __init__(
         self,
@@ -95,6 +97,7 @@ class HeteroLogSummaryOperator(BaseOperator):
         """Read, summarise, log the table and the verdict, push ``group_<name>`` and ``verdict``;
         return the whole summary."""
         from airflow_hetero.hooks.training import HeteroTrainingHook
+        from airflow_hetero.links.instance_groups import persist_instance_groups_link
         from airflow_hetero.logs.limits import format_table
         from airflow_hetero.logs.summarize import summarize_training_job
         from airflow_hetero.logs.verdict import format_verdict
@@ -121,4 +124,5 @@ class HeteroLogSummaryOperator(BaseOperator):
         for name, group in summary["groups"].items():
             ti.xcom_push(key=f"group_{name}", value=group)
         ti.xcom_push(key=VERDICT_XCOM_KEY, value=summary["verdict"])
+        persist_instance_groups_link(context)
         return summary
