@@ -8,17 +8,13 @@ from typing import Any
 
 import boto3
 import pytest
-from log_jobs import DescribeOverride, create_job, put_stream, put_utilization, window
+from log_jobs import DescribeOverride
 from moto import mock_aws
+from verdict_jobs import GPUS, data_and_train, flat, put_job
 
 from airflow_hetero.logs.limits import format_table, json_size
 from airflow_hetero.logs.summarize import summarize_training_job
 from airflow_hetero.logs.verdict import format_verdict
-from airflow_hetero.runtime import format_marker
-
-GROUPS = [("data_group", "ml.c5.18xlarge", 2), ("train_group", "ml.p4d.24xlarge", 1)]
-HOSTS = {"algo-1": "data_group", "algo-3": "data_group", "algo-2": "train_group"}
-VCPUS, GPUS = 72, 8  # ml.c5.18xlarge, ml.p4d.24xlarge
 
 
 @pytest.fixture
@@ -32,38 +28,11 @@ def aws() -> Iterator[dict[str, Any]]:
 
 
 def job(aws: dict[str, Any], name: str, metrics: dict[str, dict[str, list[float]]], **kwargs: Any) -> dict[str, Any]:
-    """A 10-minute job (2 x c5.18xlarge feeding 1 x p4d.24xlarge) whose hosts published ``metrics``
-    (host -> CloudWatch metric -> one value a minute, in percent per device); its summary."""
-    create_job(aws["sagemaker_client"], name, GROUPS)
-    types = dict((g, t) for g, t, _ in GROUPS)
-    for host, group in HOSTS.items():
-        put_stream(aws["logs_client"], f"{name}/{host}-1700000000", [format_marker(host, group, types[group]), "ok"])
-    start, end = window(10)
-    for host, by_metric in metrics.items():
-        devices = VCPUS if HOSTS[host] == "data_group" else GPUS
-        for metric, values in by_metric.items():
-            scale = devices if metric in ("CPUUtilization", "GPUUtilization", "GPUMemoryUtilization") else 1
-            if metric == "CPUUtilization" and HOSTS[host] == "train_group":
-                scale = 96
-            put_utilization(aws["cloudwatch_client"], name, host, metric, [v * scale for v in values], end)
-    sagemaker = DescribeOverride(
-        aws["sagemaker_client"], TrainingStartTime=start, TrainingEndTime=end, BillableTimeInSeconds=600
-    )
+    """The summary of :func:`put_job`'s job."""
+    sagemaker = put_job(aws, name, metrics)
     summary = summarize_training_job(name, **{**aws, "sagemaker_client": sagemaker}, metric_definitions=[], **kwargs)
     json.dumps(summary)
     return summary
-
-
-def flat(value: float, n: int = 10) -> list[float]:
-    return [value] * n
-
-
-def data_and_train(cpu: float, gpu: float) -> dict[str, dict[str, list[float]]]:
-    return {
-        "algo-1": {"CPUUtilization": flat(cpu), "MemoryUtilization": flat(40)},
-        "algo-3": {"CPUUtilization": flat(cpu), "MemoryUtilization": flat(42)},
-        "algo-2": {"CPUUtilization": flat(6), "GPUUtilization": flat(gpu), "GPUMemoryUtilization": flat(50)},
-    }
 
 
 def test_data_group_holds_the_gpus_back(aws: dict[str, Any]) -> None:
