@@ -6,9 +6,10 @@ instance's ``return_value`` from the metadata database and answers the page of
 :func:`airflow_hetero.plugins.page.render_page`. Access is Airflow's own: the caller must be allowed
 to read the DAG's XComs (the UI's session cookie or a bearer token). FastAPI is imported only when
 the first request arrives (:class:`LazyApp`), so processes that merely load plugins pay nothing.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: FastAPI reads the route's annotations, which name
+classes imported inside :func:`create_app`.
+"""
 
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
