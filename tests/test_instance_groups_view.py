@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +21,8 @@ from urllib.parse import quote
 import boto3
 import pytest
 from moto import mock_aws
-from verdict_jobs import data_and_train, put_job
+from png import read_png
+from verdict_jobs import data_bound_with_jitter, put_job
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +71,7 @@ def run() -> Iterator[Run]:
     try:
         with mock_aws():
             aws = {f"{k}_client": boto3.client(k, region_name="us-east-1") for k in ("sagemaker", "logs", "cloudwatch")}
-            describe = put_job(aws, JOB, data_and_train(cpu=96, gpu=38))
+            describe = put_job(aws, JOB, data_bound_with_jitter())
             patch.setattr(HeteroTrainingHook, "conn", property(lambda self: describe))
             spec = importlib.util.spec_from_file_location("hetero_view_dag", path)
             assert spec is not None and spec.loader is not None
@@ -169,3 +174,100 @@ def test_other_task_instances_and_bad_queries(client: Any, run: Run) -> None:
     missing = client.get(page_url("no-such-run"), headers=auth)
     assert missing.status_code == 200 and "has no instance-group summary" in missing.text
     assert client.get(f"/hetero/instance-groups?dag_id={DAG_ID}&task_id={TASK_ID}", headers=auth).status_code == 422
+
+
+DOCS_SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "img" / "instance-groups.png"
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+)
+
+
+def find_chromium() -> str:
+    """The system Chromium; outside CI its absence skips, in CI (.ci/run installs it) it fails."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail("chromium is not installed, yet CI must run the screenshot test (.ci/run installs it)")
+    pytest.skip("chromium is not installed (apt-get install -y chromium); CI installs it and runs this test")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(url: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{url} did not answer within {seconds} s")
+        time.sleep(0.5)
+
+
+def colour_count(rows: list[list[tuple[int, int, int]]], colour: str, tolerance: int = 24) -> int:
+    want = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return sum(1 for row in rows for px in row if all(abs(a - b) <= tolerance for a, b in zip(px, want, strict=True)))
+
+
+def test_screenshot_of_the_view_in_the_airflow_ui(run: Run, tmp_path: Path) -> None:
+    """The task instance page of the real Airflow UI (api-server over loopback) with the plugin's tab open,
+    taken by headless Chromium; the charts' colours must be on it. HETERO_UPDATE_SCREENSHOT=1 copies it
+    to docs/img/instance-groups.png."""
+    chromium = find_chromium()
+    port = free_port()
+    env = {
+        **os.environ,
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        "AIRFLOW__API_AUTH__JWT_SECRET": "test-secret-for-the-instance-groups-view",
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+    }
+    log = (tmp_path / "api-server.log").open("w")
+    command = [sys.executable, "-m", "uvicorn", "--factory", "airflow.api_fastapi.app:create_app"]
+    server = subprocess.Popen(
+        [*command, "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    shot = tmp_path / "instance-groups.png"
+    try:
+        wait_for(f"http://127.0.0.1:{port}/api/v2/monitor/health", 120)
+        url = (
+            f"http://127.0.0.1:{port}/dags/{DAG_ID}/runs/{quote(run.run_id, safe='')}/tasks/{TASK_ID}"
+            "/plugin/hetero-instance-groups"
+        )
+        flags = [f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1100", "--virtual-time-budget=30000"]
+        subprocess.run(
+            [chromium, *CHROMIUM_FLAGS, *flags, f"--screenshot={shot}", url],
+            check=True,
+            capture_output=True,
+            timeout=240,
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+    assert server.returncode is not None
+    width, height, rows = read_png(shot)
+    assert (width, height) == (1400, 1100)
+    # the charts (drawn by the plugin, inside Airflow's page): CPU blue, GPU red, memory green
+    for colour in ("#1f77b4", "#d62728", "#2ca02c"):
+        assert colour_count(rows, colour) > 200, (colour, (tmp_path / "api-server.log").read_text()[-3000:])
+    if os.environ.get("HETERO_UPDATE_SCREENSHOT"):
+        DOCS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, DOCS_SCREENSHOT)

@@ -44,3 +44,17 @@ def data_and_train(cpu: float, gpu: float) -> dict[str, dict[str, list[float]]]:
         "algo-3": {"CPUUtilization": flat(cpu), "MemoryUtilization": flat(42)},
         "algo-2": {"CPUUtilization": flat(6), "GPUUtilization": flat(gpu), "GPUMemoryUtilization": flat(50)},
     }
+
+
+def data_bound_with_jitter() -> dict[str, dict[str, list[float]]]:
+    """The data-bound job of :func:`data_and_train` (CPU 96 %, GPU 38 % on average) with minute-to-minute
+    variation, as a real job has: averages, and so the verdict, stay the same."""
+    return {
+        "algo-1": {"CPUUtilization": [94, 98, 95, 97, 96, 96, 93, 99, 96, 96], "MemoryUtilization": flat(40)},
+        "algo-3": {"CPUUtilization": [97, 95, 96, 98, 94, 97, 96, 95, 97, 95], "MemoryUtilization": flat(42)},
+        "algo-2": {
+            "CPUUtilization": [5, 7, 6, 6, 5, 7, 6, 6, 5, 7],
+            "GPUUtilization": [30, 46, 35, 41, 38, 38, 33, 43, 38, 38],
+            "GPUMemoryUtilization": [48, 50, 51, 50, 49, 52, 50, 50, 50, 50],
+        },
+    }

@@ -92,11 +92,10 @@ def chart(series: Mapping[str, Any], devices: Mapping[str, int | None], threshol
                 'stroke-dasharray="4 3" stroke-width="1"/>'
             )
     minutes = count * step / 60
-    for frac in (0, 0.5, 1):
+    for frac, anchor in ((0, "start"), (0.5, "middle"), (1, "end")):
         tx = LEFT + plot_w * frac
-        parts.append(
-            f'<text x="{tx:.1f}" y="{HEIGHT - 12}" font-size="10" text-anchor="middle">{minutes * frac:.0f} min</text>'
-        )
+        label = f"{minutes * frac:.0f} min"
+        parts.append(f'<text x="{tx:.1f}" y="{HEIGHT - 12}" font-size="10" text-anchor="{anchor}">{label}</text>')
     for _label, colour, values in lines:
         runs: list[list[str]] = [[]]
         for i, v in enumerate(values):
