@@ -150,3 +150,14 @@ def test_series_points_and_the_size_bound(aws: dict[str, Any]) -> None:
     assert tight["verdict"]["bottleneck"] == "data_group"  # the verdict survives the cut
     with pytest.raises(ValueError, match="series_points must be at least 1"):
         job(aws, "bad", {}, series_points=0)
+
+
+def test_the_docs_show_what_the_task_log_prints(aws: dict[str, Any]) -> None:
+    from pathlib import Path
+
+    from verdict_jobs import data_bound_with_jitter
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "instance-groups.md").read_text()
+    shown = page.split("The task log shows the per-group table and then:\n\n```text\n", 1)[1].split("```", 1)[0]
+    summary = job(aws, "docs-jitter", data_bound_with_jitter())
+    assert format_verdict(summary["verdict"]) == shown.rstrip("\n")
