@@ -170,3 +170,33 @@ def test_lazy_app_builds_once_and_delegates(monkeypatch: pytest.MonkeyPatch) -> 
     assert built == [1] and calls == ["/a", "/b"]
     assert app_module.map_index_of("{MAP_INDEX}") == -1 and app_module.map_index_of("4") == 4
     assert app_module.map_index_of(None) == -1 and app_module.map_index_of("") == -1
+
+
+def test_extra_link_on_airflow_2_pushes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Airflow 2's BaseOperatorLink has no ``xcom_key``: the webserver calls get_link instead."""
+    from unittest.mock import MagicMock
+
+    from airflow_hetero.links import instance_groups
+
+    class Airflow2Link:
+        name = "Instance groups"
+
+    monkeypatch.setattr(instance_groups, "InstanceGroupsLink", Airflow2Link)
+    ti = MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1)
+    instance_groups.persist_instance_groups_link({"ti": ti})  # type: ignore[typeddict-item]
+    ti.xcom_push.assert_not_called()
+
+
+def test_the_plugin_serves_a_blueprint_on_airflow_2_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flask import Blueprint
+
+    from airflow_hetero.plugins import flask_view, instance_groups
+
+    monkeypatch.setattr(instance_groups, "airflow_major", lambda: 2)
+    monkeypatch.setattr(flask_view, "webserver_guard", lambda: lambda view: view)  # airflow.www is 2.x only
+    descriptor = instance_groups._FlaskBlueprints()
+    (blueprint,) = descriptor.__get__(None, object)
+    assert isinstance(blueprint, Blueprint) and blueprint.url_prefix == "/hetero"
+    assert descriptor.__get__(None, object) == [blueprint]  # built once
+    monkeypatch.setattr(instance_groups, "airflow_major", lambda: 3)
+    assert instance_groups._FlaskBlueprints().__get__(None, object) == []

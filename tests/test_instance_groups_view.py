@@ -27,6 +27,8 @@ from verdict_jobs import data_bound_with_jitter, put_job
 pytestmark = pytest.mark.slow
 
 DAG_ID, TASK_ID, JOB = "hetero_view", "summarize", "retrain-view"
+#: JWT signing key of the test api-server (64 bytes: what HS512 wants).
+SECRET = "instance-groups-view-test-" + "k" * 38
 MESSAGE = (
     "train_group GPUs 38% busy while data_group CPUs are at 96%: data_group is the bottleneck; "
     "try 4 data_group instances"
@@ -99,7 +101,7 @@ def client(run: Run) -> Iterator[Any]:
     from fastapi.testclient import TestClient
 
     patch = pytest.MonkeyPatch()
-    patch.setenv("AIRFLOW__API_AUTH__JWT_SECRET", "test-secret-for-the-instance-groups-view")
+    patch.setenv("AIRFLOW__API_AUTH__JWT_SECRET", SECRET)
     app = create_app("core")
     token = get_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin", role="admin"))
     with TestClient(app) as test_client:
@@ -233,7 +235,7 @@ def test_screenshot_of_the_view_in_the_airflow_ui(run: Run, tmp_path: Path) -> N
     env = {
         **os.environ,
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        "AIRFLOW__API_AUTH__JWT_SECRET": "test-secret-for-the-instance-groups-view",
+        "AIRFLOW__API_AUTH__JWT_SECRET": SECRET,
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
     }
     log = (tmp_path / "api-server.log").open("w")

@@ -36,7 +36,11 @@ class InstanceGroupsLink(BaseOperatorLink):
 
 
 def persist_instance_groups_link(context: Context) -> None:
-    """Push the link's URL under its ``xcom_key`` (how Airflow 3 reads extra links)."""
+    """Push the link's URL under its ``xcom_key`` (how Airflow 3 reads extra links); Airflow 2's
+    links have no ``xcom_key`` and call :meth:`InstanceGroupsLink.get_link` instead: nothing to push."""
+    key = getattr(InstanceGroupsLink(), "xcom_key", None)
+    if not key:
+        return
     ti: Any = context["ti"]
     url = instance_groups_url(ti.dag_id, ti.run_id, ti.task_id, getattr(ti, "map_index", -1))
-    ti.xcom_push(key=InstanceGroupsLink().xcom_key, value=url)
+    ti.xcom_push(key=key, value=url)
