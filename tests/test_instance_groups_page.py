@@ -200,3 +200,19 @@ def test_the_plugin_serves_a_blueprint_on_airflow_2_only(monkeypatch: pytest.Mon
     assert descriptor.__get__(None, object) == [blueprint]  # built once
     monkeypatch.setattr(instance_groups, "airflow_major", lambda: 3)
     assert instance_groups._FlaskBlueprints().__get__(None, object) == []
+
+
+def test_the_summary_operator_still_imports_light() -> None:
+    """DAG-parse cost: the verdict's thresholds and the view's link come in, the log parser, the series,
+    the page and any web framework do not."""
+    import subprocess
+
+    code = (
+        "import sys, airflow_hetero.operators.log_summary;"
+        "print(sorted(m for m in sys.modules if m.startswith(('airflow_hetero', 'fastapi', 'flask'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = out.splitlines()[-1]
+    for heavy in ("logs.streams", "logs.summary", "logs.series", "plugins.page", "fastapi", "flask", "hooks"):
+        assert heavy not in loaded, loaded
+    assert "airflow_hetero.logs.verdict" in loaded and "airflow_hetero.links.instance_groups" in loaded

@@ -14,8 +14,6 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from airflow_hetero.logs.series import MIN_SERIES_POINTS, halve
-
 #: Default bound: well under common XCom backends' limits (the DB backend stores tens of KB happily).
 DEFAULT_MAX_XCOM_BYTES = 48 * 1024
 #: Smallest bound accepted: the skeleton (groups, counters, metrics) must fit.
@@ -69,8 +67,11 @@ def _series_size(summary: dict[str, Any]) -> int:
 
 
 def _shrink_series(summary: dict[str, Any], truncated: dict[str, Any], done: Callable[[], bool], *, drop: bool) -> bool:
-    """Halve every group's series until ``done()`` (not below :data:`MIN_SERIES_POINTS`; with
-    ``drop`` the series go when that is not enough). Returns ``done()``."""
+    """Halve every group's series until ``done()`` (not below
+    :data:`airflow_hetero.logs.series.MIN_SERIES_POINTS`; with ``drop`` the series go when that is
+    not enough). Returns ``done()``."""
+    from airflow_hetero.logs.series import MIN_SERIES_POINTS, halve  # only when there is something to cut
+
     groups = [g for g in summary.get("groups", {}).values() if g.get("series")]
     while groups and not done():
         if all(int(g["series"]["points"]) <= MIN_SERIES_POINTS for g in groups):

@@ -6,8 +6,9 @@ training operator). ``return_value`` is the whole summary; each group's part is 
 ``group_<name>`` for downstream tasks that need only one group, and the bottleneck verdict
 (:mod:`airflow_hetero.logs.verdict`) as ``verdict``.
 
-Importing this module loads nothing beyond ``airflow.sdk`` and the small
-:mod:`airflow_hetero.logs.limits`: the log parser (only for custom ``error_patterns``), the
+Importing this module loads nothing beyond ``airflow.sdk``, the small
+:mod:`airflow_hetero.logs.limits` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
+checked at parse time) and the view's link: the log parser (only for custom ``error_patterns``), the
 hook, boto3 and the Amazon provider are imported when they are needed.
 """
 
@@ -19,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from airflow_hetero._compat import BaseOperator
 from airflow_hetero.links.instance_groups import InstanceGroupsLink
 from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
-from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
 from airflow_hetero.logs.verdict import Thresholds
 
 #: XCom key of the verdict (also inside ``return_value`` as ``verdict``).
@@ -46,7 +46,8 @@ class HeteroLogSummaryOperator(BaseOperator):
         ``{"busy_percent": 80, "waiting_percent": 40}`` (checked at DAG-parse time).
     :param capacity_overrides: instance type -> ``{"cpus": n, "gpus": n}`` where the built-in
         device counts are wrong for your hosts.
-    :param series_points: points per group utilisation series in the summary.
+    :param series_points: points per group utilisation series in the summary (None: the default of
+        :func:`airflow_hetero.logs.summarize.summarize_training_job`, 60).
     """
 
     template_fields: Sequence[str] = ("job_name",)
@@ -65,7 +66,7 @@ class HeteroLogSummaryOperator(BaseOperator):
         include_metrics: bool = True,
         verdict_thresholds: Mapping[str, float] | None = None,
         capacity_overrides: Mapping[str, Mapping[str, int]] | None = None,
-        series_points: int = DEFAULT_SERIES_POINTS,
+        series_points: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -78,7 +79,7 @@ class HeteroLogSummaryOperator(BaseOperator):
 
             compile_patterns(error_patterns)  # a bad regex fails at DAG parse time, not after reading
         Thresholds.of(verdict_thresholds)  # so do bad thresholds
-        if series_points < 1:
+        if series_points is not None and series_points < 1:
             raise ValueError(f"series_points must be at least 1, got {series_points}")
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
@@ -99,6 +100,7 @@ class HeteroLogSummaryOperator(BaseOperator):
         from airflow_hetero.hooks.training import HeteroTrainingHook
         from airflow_hetero.links.instance_groups import persist_instance_groups_link
         from airflow_hetero.logs.limits import format_table
+        from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
         from airflow_hetero.logs.summarize import summarize_training_job
         from airflow_hetero.logs.verdict import format_verdict
 
@@ -114,9 +116,9 @@ class HeteroLogSummaryOperator(BaseOperator):
             error_patterns=self.error_patterns,
             include_metrics=self.include_metrics,
             max_xcom_bytes=self.max_xcom_bytes,
-            series_points=self.series_points,
             verdict_thresholds=self.verdict_thresholds,
             capacity_overrides=self.capacity_overrides,
+            series_points=self.series_points or DEFAULT_SERIES_POINTS,
         )
         self.log.info("Log summary of %s:\n%s", self.job_name, format_table(summary))
         self.log.info("%s", format_verdict(summary["verdict"]))

@@ -14,8 +14,6 @@ classes imported inside :func:`create_app`.
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from airflow_hetero.plugins.page import CSP, render_page
-
 URL_PREFIX = "/hetero"
 ROUTE = "/instance-groups"
 #: The page's address with the placeholders the Airflow 3 UI fills in for a task instance view.
@@ -55,6 +53,8 @@ def create_app() -> Any:
     from airflow.api_fastapi.core_api.security import requires_access_dag
     from fastapi import Depends, FastAPI, Query
     from fastapi.responses import HTMLResponse
+
+    from airflow_hetero.plugins.page import CSP, render_page
 
     app = FastAPI(title="airflow-hetero: instance groups", docs_url=None, redoc_url=None, openapi_url=None)
 
