@@ -108,6 +108,56 @@ def _fmt(value: float) -> str:
     return f"{value:.0f}" if value >= 10 or value == 0 else f"{value:.1f}"
 
 
+def _assess(group: Mapping[str, Any], cap: Capacity, limits: Thresholds) -> dict[str, Any]:
+    """One group's entry: primary resource, busy and peak per device, state, waiting share, memory, disk."""
+    util = group.get("utilization") or {}
+    entry: dict[str, Any] = {
+        "resource": None,
+        "busy_percent": None,
+        "peak_percent": None,
+        "state": "no_data",
+        "instance_count": group.get("instance_count"),
+        "cpus": cap.cpus,
+        "gpus": cap.gpus,
+        "instance_seconds": group.get("instance_seconds"),
+        "waiting_share": None,
+        "waiting_instance_seconds": None,
+        "over_provisioned": False,
+        "suggested_count": None,
+    }
+    primary = _primary(group, cap)
+    if primary is None:
+        return entry
+    resource, devices = primary
+    busy = float(util[resource]["avg"]) / (devices or 1)
+    peak = _per_device(util[resource].get("max"), devices)
+    entry.update(resource=resource, busy_percent=round(busy, 1))
+    entry["peak_percent"] = round(peak, 1) if peak is not None else None
+    if devices is None:
+        entry["note"] = f"{resource} figure not divided by devices: unknown instance type"
+    if busy >= limits.busy_percent:
+        entry["state"] = "saturated"
+    elif busy < limits.idle_percent:
+        entry["state"] = "idle"
+    elif busy < limits.waiting_percent:
+        entry["state"] = "waiting"
+    else:
+        entry["state"] = "busy"
+    share = _waiting_share(group.get("series"), resource, devices, limits.waiting_percent)
+    entry["waiting_share"] = share
+    seconds = group.get("instance_seconds")
+    if share is not None and seconds is not None:
+        entry["waiting_instance_seconds"] = round(float(seconds) * share, 1)
+    for key in ("memory", "disk"):
+        value = (util.get(key) or {}).get("avg")
+        if value is None and key == "disk":  # not in the utilisation table: from the series
+            seen = [v for v in ((group.get("series") or {}).get("disk") or {}).get("avg") or [] if v is not None]
+            value = sum(seen) / len(seen) if seen else None
+        if value is not None:
+            entry[f"{key}_percent"] = round(float(value), 1)
+    return entry
+
+
 def judge(
     summary: Mapping[str, Any],
     thresholds: Thresholds | Mapping[str, Any] | None = None,
@@ -121,58 +171,10 @@ def judge(
     """
     limits = Thresholds.of(thresholds)
     overrides = capacity_overrides or {}
-    groups: dict[str, dict[str, Any]] = {}
-    for name, group in (summary.get("groups") or {}).items():
-        cap = _capacity_of(group.get("instance_type"), overrides)
-        util = group.get("utilization") or {}
-        primary = _primary(group, cap)
-        entry: dict[str, Any] = {
-            "resource": None,
-            "busy_percent": None,
-            "peak_percent": None,
-            "state": "no_data",
-            "instance_count": group.get("instance_count"),
-            "cpus": cap.cpus,
-            "gpus": cap.gpus,
-            "instance_seconds": group.get("instance_seconds"),
-            "waiting_share": None,
-            "waiting_instance_seconds": None,
-            "over_provisioned": False,
-            "suggested_count": None,
-        }
-        if primary is not None:
-            resource, devices = primary
-            busy = _per_device(util[resource]["avg"], devices)
-            peak = _per_device(util[resource].get("max"), devices)
-            assert busy is not None
-            entry.update(resource=resource, busy_percent=round(busy, 1))
-            entry["peak_percent"] = round(peak, 1) if peak is not None else None
-            if devices is None:
-                entry["note"] = f"{resource} figure not divided by devices: unknown instance type"
-            entry["state"] = (
-                "saturated"
-                if busy >= limits.busy_percent
-                else "idle"
-                if busy < limits.idle_percent
-                else "waiting"
-                if busy < limits.waiting_percent
-                else "busy"
-            )
-            share = _waiting_share(group.get("series"), resource, devices, limits.waiting_percent)
-            entry["waiting_share"] = share
-            seconds = group.get("instance_seconds")
-            if share is not None and seconds is not None:
-                entry["waiting_instance_seconds"] = round(float(seconds) * share, 1)
-            for key in ("memory", "disk"):
-                value = (util.get(key) or {}).get("avg")
-                if value is None and key == "disk":
-                    disk = ((group.get("series") or {}).get("disk") or {}).get("avg") or []
-                    seen = [v for v in disk if v is not None]
-                    value = sum(seen) / len(seen) if seen else None
-                if value is not None:
-                    entry[f"{key}_percent"] = round(float(value), 1)
-        groups[name] = entry
-
+    groups = {
+        name: _assess(group, _capacity_of(group.get("instance_type"), overrides), limits)
+        for name, group in (summary.get("groups") or {}).items()
+    }
     judged = {name: g for name, g in groups.items() if g["busy_percent"] is not None}
     verdict: dict[str, Any] = {
         "kind": "no_data",
