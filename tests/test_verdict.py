@@ -253,3 +253,14 @@ def test_size_bound_leaves_series_that_fit_and_drops_them_last() -> None:
     assert json_size(out) <= 2048
     assert out["truncated"]["series"] == {"dropped": True}
     assert all(g["series"] is None for g in out["groups"].values())
+
+
+def test_a_running_job_is_judged_on_its_time_so_far() -> None:
+    summary = {
+        "partial": True,
+        "groups": {"a": group("ml.c5.xlarge", 1, cpu=360), "b": group("ml.g5.xlarge", 1, gpu=20)},
+    }
+    verdict = judge(summary)
+    assert verdict["bottleneck"] == "a"
+    assert "the job is still running: the verdict covers its time so far" in verdict["notes"]
+    assert not any("still running" in note for note in judge({**summary, "partial": False})["notes"])

@@ -198,6 +198,8 @@ def judge(
         g = groups[name]
         return f"{name} {_NAMES[g['resource']]}"
 
+    if summary.get("partial"):
+        verdict["notes"].append("the job is still running: the verdict covers its time so far")
     for name, g in groups.items():
         for key in ("memory", "disk"):
             value = g.get(f"{key}_percent")
