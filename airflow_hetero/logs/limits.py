@@ -1,21 +1,23 @@
 """Bound a summary's XCom size and render it as a per-group table for the task log (pure).
 
-The size bound cuts in a fixed order: tails first (long lines, then fewer lines per host), then
-error samples (long lines, then fewer samples), then the timeline's messages, the problem list and
-the unmapped host list, then the per-host lists of every group (hosts, streams, mapping sources,
-tails) down to a few entries each, and at the very end everything but the job's status and counts.
-Any number of hosts and streams fits; ``summary["truncated"]`` says what was cut; nothing is cut
-silently, and no summary is refused for its size.
+The size bound cuts in a fixed order: utilisation series beyond a third of the bound first (halved,
+never below a few points), then tails (long lines, then fewer lines per host), then error samples
+(long lines, then fewer samples), then the timeline's messages, the problem list and the unmapped
+host list, then the series themselves and the verdict's details, then the per-host lists of every
+group (hosts, streams, mapping sources, tails) down to a few entries each, and at the very end
+everything but the job's status and counts. Any number of hosts and streams fits;
+``summary["truncated"]`` says what was cut; nothing is cut silently, and no summary is refused for
+its size.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from airflow_hetero.logs.streams import strip_control
+from airflow_hetero.logs.text import strip_control
 
 #: Default bound: well under common XCom backends' limits (the DB backend stores tens of KB happily).
 DEFAULT_MAX_XCOM_BYTES = 48 * 1024
@@ -65,6 +67,32 @@ def _shrink_samples(summary: dict[str, Any], count: int, chars: int) -> int:
     return dropped
 
 
+def _series_size(summary: dict[str, Any]) -> int:
+    return sum(json_size(g.get("series")) for g in summary.get("groups", {}).values() if g.get("series"))
+
+
+def _shrink_series(summary: dict[str, Any], truncated: dict[str, Any], done: Callable[[], bool], *, drop: bool) -> bool:
+    """Halve every group's series until ``done()`` (not below
+    :data:`airflow_hetero.logs.series.MIN_SERIES_POINTS`; with ``drop`` the series go when that is
+    not enough). Returns ``done()``."""
+    from airflow_hetero.logs.series import MIN_SERIES_POINTS, halve  # only when there is something to cut
+
+    groups = [g for g in summary.get("groups", {}).values() if g.get("series")]
+    while groups and not done():
+        if all(int(g["series"]["points"]) <= MIN_SERIES_POINTS for g in groups):
+            if not drop:
+                break
+            for group in groups:
+                group["series"] = None
+            truncated["series"] = {"dropped": True}
+            break
+        for group in groups:
+            if int(group["series"]["points"]) > MIN_SERIES_POINTS:
+                group["series"] = halve(group["series"])
+        truncated["series"] = {"points_per_group": max(int(g["series"]["points"]) for g in groups)}
+    return done()
+
+
 def _steps(start: int) -> list[int]:
     """start, start/2, start/4, ..., 1, 0."""
     out, value = [], start
@@ -96,6 +124,8 @@ def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCO
             truncated["bytes_after"] = size
         return int(truncated["bytes_after"]) <= max_bytes
 
+    if _shrink_series(out, truncated, lambda: _series_size(out) <= max_bytes // 3, drop=False) and fits():
+        return out
     most_tail = max((len(t) for s in _sections(out) for t in s.get("tail", {}).values()), default=0)
     most_samples = max((len(s.get("error_samples", [])) for s in _sections(out)), default=0)
     tail_dropped = 0
@@ -133,6 +163,14 @@ def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCO
                 out["unmapped"]["hosts"] = hosts[:10]
             if fits():
                 return out
+    if _shrink_series(out, truncated, fits, drop=True):
+        return out
+    if isinstance(out.get("verdict"), dict) and out["verdict"].get("groups"):
+        headline = ("kind", "bottleneck", "message", "suggestion", "waiting_share")
+        out["verdict"] = {key: out["verdict"][key] for key in headline if out["verdict"].get(key) is not None}
+        other.append("verdict details (per group, notes, thresholds)")
+        if fits():
+            return out
     for keep in (64, 16, 4, 1, 0):
         cut = _cut_host_lists(out, keep)
         if cut:

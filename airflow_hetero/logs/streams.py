@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_hetero.logs.pagescan import candidate_lines, page_scannable, page_text
+from airflow_hetero.logs.text import strip_control
 from airflow_hetero.runtime import parse_marker
 
 __all__ = [
@@ -37,7 +38,6 @@ __all__ = [
     "host_from_stream",
     "metric_goal",
     "parse_group_map",
-    "strip_control",
 ]
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -82,12 +82,6 @@ DEFAULT_WARNING_PATTERNS: tuple[str, ...] = (
     r"Warning: (?<=[a-z]Warning: )",
 )
 
-#: ANSI escape sequences (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL/ST``, two-byte ``ESC x``), then
-#: any other C0/C1 control character or DEL; tabs are kept.
-_CONTROL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]"
-    r"|[\x00-\x08\x0a-\x1f\x7f-\x9f]"
-)
 _MARKER_TAG = "[airflow-hetero]"
 _TRACEBACK_CONTINUATIONS = ("Traceback", "During handling of the above", "The above exception")
 _STREAM_EPOCH = re.compile(r"^(?P<host>.+)-\d{9,}$")
@@ -142,13 +136,6 @@ def metric_goal(name: str) -> str:
     """``"min"`` for metrics whose name contains "loss" or "error" (case-insensitive), else ``"max"``."""
     lowered = name.lower()
     return "min" if "loss" in lowered or "error" in lowered else "max"
-
-
-def strip_control(text: str) -> str:
-    """``text`` without ANSI escape sequences and control characters (tabs kept): safe for a terminal."""
-    if text.isprintable():
-        return text
-    return _CONTROL.sub("", text)
 
 
 def clip(line: str, limit: int = MAX_LINE_CHARS) -> str:

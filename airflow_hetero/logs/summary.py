@@ -19,8 +19,8 @@ from airflow_hetero.logs.streams import (
     ErrorSample,
     MetricValue,
     StreamLog,
-    strip_control,
 )
+from airflow_hetero.logs.text import strip_control
 
 #: CloudWatch metric name -> key in a group's ``utilization``.
 UTILIZATION_METRICS: dict[str, str] = {
