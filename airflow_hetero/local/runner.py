@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_hetero.local import smenv
+from airflow_hetero.local.algometrics import MetricMatcher
 from airflow_hetero.local.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
 from airflow_hetero.local.layout import Cluster, Host
 from airflow_hetero.local.logship import LogShipper, stream_name
@@ -47,6 +48,12 @@ class RunOptions:
     metrics_interval: float = 5.0
     log_flush_interval: float = 1.0
     poll_interval: float = 0.1
+    max_hosts: int = 32
+    """Hosts running at once over all jobs; a create beyond it answers ResourceLimitExceeded."""
+    max_source_bytes: int = 1 << 30
+    """Bytes a source tarball may extract to (per host when a channel delivers it)."""
+    max_channel_bytes: int = 8 << 30
+    """Bytes one channel may download to one host."""
 
 
 class _Interrupted(Exception):
@@ -148,6 +155,8 @@ class JobRunner:
                 s3=self._s3(),
                 job_dir=self._store.job_dir(self.name),
                 check_interrupt=self._check_interrupt,
+                max_source_bytes=self._options.max_source_bytes,
+                max_channel_bytes=self._options.max_channel_bytes,
             )
             self._check_interrupt()
             self._update(
@@ -178,13 +187,15 @@ class JobRunner:
 
     def _train(self, record: dict[str, Any], program: str) -> None:
         shipper = LogShipper(self._clients.get("logs", self._region), interval=self._options.log_flush_interval)
-        sampler = MetricsSampler(
-            self._clients.get("cloudwatch", self._region), self.name, interval=self._options.metrics_interval
-        )
+        cloudwatch = self._clients.get("cloudwatch", self._region)
+        sampler = MetricsSampler(cloudwatch, self.name, interval=self._options.metrics_interval)
+        definitions = (record.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or []
+        matcher = MetricMatcher(cloudwatch, self.name, definitions, interval=self._options.log_flush_interval)
         shipper.start()
         sampler.start()
+        matcher.start()
         try:
-            self._start_hosts(record, program, shipper, sampler)
+            self._start_hosts(record, program, shipper, sampler, matcher)
             failed = self._supervise(sampler)
         finally:
             self._terminate_all()
@@ -192,6 +203,12 @@ class JobRunner:
                 sampler.finish(name, proc.usage)
             sampler.close()
             shipper.close()
+            matcher.close()
+            final = matcher.final_metrics()
+            if final:
+                self._update(lambda r: r.__setitem__("FinalMetricDataList", final))
+        if isinstance(failed, str):
+            raise JobFailure(failed)
         if failed is not None:
             host, code = failed
             raise JobFailure(failure_reason(host, code, self._error_lines(host)))
@@ -230,7 +247,14 @@ class JobRunner:
             return [sys.executable, "--", program, *args]
         return ["/bin/sh", "-c", f"./{shlex.quote(program)} " + " ".join(shlex.quote(a) for a in args)]
 
-    def _start_hosts(self, record: dict[str, Any], program: str, shipper: LogShipper, sampler: MetricsSampler) -> None:
+    def _start_hosts(
+        self,
+        record: dict[str, Any],
+        program: str,
+        shipper: LogShipper,
+        sampler: MetricsSampler,
+        matcher: MetricMatcher,
+    ) -> None:
         logs_dir = self._store.job_dir(self.name) / "logs"
         logs_dir.mkdir(parents=True, exist_ok=True)
         facts: list[dict[str, Any]] = []
@@ -254,7 +278,7 @@ class JobRunner:
                 env=self._host_env(record, host, variables),
                 cwd=host.code_dir,
                 log_file=logs_dir / f"{host.name}.log",
-                sink=functools.partial(_emit, shipper, stream),
+                sink=functools.partial(_emit, shipper, matcher, stream),
             )
             now = time.time()
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
@@ -277,11 +301,21 @@ class JobRunner:
             )
             self._store.save_hosts(self.name, facts)
 
-    def _supervise(self, sampler: MetricsSampler) -> tuple[Host, int] | None:
-        """Wait for the hosts; return (host, code) of the first failed host, None when all succeeded."""
+    def _supervise(self, sampler: MetricsSampler) -> tuple[Host, int] | str | None:
+        """Wait for the hosts; return (host, code) of the first failed host, None when all succeeded.
+
+        A host whose output could not be recorded (the disk is full) ends the job: the reason is returned.
+        """
         hosts = {h.name: h for h in self._cluster.hosts}
         ended: set[str] = set()
         while True:
+            for name, proc in self._procs.items():
+                if proc.write_error is not None:
+                    return (
+                        f"ClientError: The local endpoint could not record the output of host {name} "
+                        f"(instance group {hosts[name].group}): {proc.write_error}. The disk holding "
+                        f"{self._store.job_dir(self.name)} is probably full; free some space and run the job again."
+                    )
             codes = {name: proc.poll() for name, proc in self._procs.items()}
             for name, code in codes.items():
                 if code is not None and name not in ended:
@@ -320,8 +354,8 @@ class JobRunner:
         base = join_uri(record["OutputDataConfig"]["S3OutputPath"], self.name, "output")
         model_dirs = [h.model_dir for h in self._cluster.hosts]
         data_dirs = [h.output_dir / "data" for h in self._cluster.hosts]
-        if not required and not has_files(model_dirs):
-            return
+        if not required and not any(d.is_dir() for d in model_dirs):
+            return  # ended before any host was laid out: nothing to upload
         model_uri = f"{base}/model.tar.gz"
         try:
             upload(self._s3(), model_uri, tar_directories(model_dirs))
@@ -359,8 +393,9 @@ class JobRunner:
             self._update(lambda r: finish(r, "Stopped", "Stopped", "Training job stopped"))
 
 
-def _emit(shipper: LogShipper, stream: str, line: str, timestamp_ms: int) -> None:
+def _emit(shipper: LogShipper, matcher: MetricMatcher, stream: str, line: str, timestamp_ms: int) -> None:
     shipper.emit(stream, line, timestamp_ms)
+    matcher.observe(line, timestamp_ms)
 
 
 def _create_time(pid: int) -> float | None:
