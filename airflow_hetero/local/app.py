@@ -213,17 +213,19 @@ class BodyLimit:
         except ValueError:
             length = None
         if length is not None and length > self.max_bytes:
-            return self._refuse(environ, start_response, f"{length} bytes")
+            return self._refuse(environ, start_response, f"{length} bytes", min(length, DRAIN_BYTES))
         if length is None and "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             data = environ["wsgi.input"].read(self.max_bytes + 1)
             if len(data) > self.max_bytes:
-                return self._refuse(environ, start_response, f"more than {self.max_bytes} bytes")
+                return self._refuse(environ, start_response, f"more than {self.max_bytes} bytes", DRAIN_BYTES)
             environ = {**environ, "wsgi.input": io.BytesIO(data), "CONTENT_LENGTH": str(len(data))}
         return self.app(environ, start_response)
 
-    def _refuse(self, environ: dict[str, Any], start_response: Callable[..., Any], size: str) -> Iterable[bytes]:
+    def _refuse(
+        self, environ: dict[str, Any], start_response: Callable[..., Any], size: str, drain: int
+    ) -> Iterable[bytes]:
         log.warning("refused a %s request body to %s", size, environ.get("PATH_INFO"))
-        _drain(environ["wsgi.input"], DRAIN_BYTES)
+        _drain(environ["wsgi.input"], drain)  # the server's input may be the socket itself: never read past the body
         message = (
             f"The request body ({size}) exceeds the airflow-hetero local endpoint's limit of {self.max_bytes} "
             "bytes. Upload large objects in parts (boto3 upload_file and the AWS CLI do), or start the endpoint "

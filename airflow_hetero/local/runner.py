@@ -338,12 +338,14 @@ class JobRunner:
         return self._procs[host.name].error_tail()
 
     def _terminate_all(self) -> None:
+        """SIGTERM every host at once, then kill what still runs when one shared grace period is over."""
         procs = list(self._procs.values())
         for proc in procs:
             if proc.poll() is None:
                 proc.signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + self._options.stop_grace
         for proc in procs:
-            proc.terminate(self._options.stop_grace)
+            proc.terminate(max(0.0, deadline - time.monotonic()))
 
     def _upload(self, *, required: bool) -> None:
         """Merge the hosts' model dirs into model.tar.gz (and output/data into output.tar.gz)."""
