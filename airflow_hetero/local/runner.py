@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_hetero.local import smenv
+from airflow_hetero.local import hostnames, smenv
 from airflow_hetero.local.algometrics import MetricMatcher
 from airflow_hetero.local.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
 from airflow_hetero.local.layout import Cluster, Host
@@ -105,6 +106,7 @@ class JobRunner:
         self._abort_reason: str | None = None
         self._deadline = float("inf")
         self._procs: dict[str, HostProcess] = {}
+        self._resolver_dir = store.job_dir(name) / "python"
         self._thread = threading.Thread(target=self._run, name=f"job-{name}", daemon=True)
 
     def start(self) -> None:
@@ -216,7 +218,11 @@ class JobRunner:
         self._upload(required=True)
         self._update(lambda r: finish(r, "Completed", "Completed", "Training job completed"))
 
-    def _host_env(self, record: dict[str, Any], host: Host, variables: dict[str, str]) -> dict[str, str]:
+    def _host_env(
+        self, record: dict[str, Any], host: Host, variables: dict[str, str], launcher: dict[str, str]
+    ) -> dict[str, str]:
+        """The host's environment: the endpoint's (minus AWS/SM variables), fake credentials, the
+        request's Environment, the SM_* block, the launcher variables, and the host-name resolver."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERIT_DROP)}
         env.update(
             {
@@ -229,6 +235,7 @@ class JobRunner:
         )
         env.update(record.get("Environment") or {})
         env.update(variables)
+        env.update(launcher)
         env.update(
             {
                 "SAGEMAKER_BASE_DIR": str(host.base_dir),
@@ -236,7 +243,9 @@ class JobRunner:
                 "TRAINING_JOB_ARN": record["TrainingJobArn"],
                 "AIRFLOW_HETERO_HOST_ADDRESSES": json.dumps(self._cluster.addresses()),
                 "PYTHONUNBUFFERED": "1",
-                "PYTHONPATH": os.pathsep.join(p for p in (str(host.code_dir), os.environ.get("PYTHONPATH")) if p),
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (str(self._resolver_dir), str(host.code_dir), os.environ.get("PYTHONPATH")) if p
+                ),
             }
         )
         return env
@@ -257,6 +266,8 @@ class JobRunner:
     ) -> None:
         logs_dir = self._store.job_dir(self.name) / "logs"
         logs_dir.mkdir(parents=True, exist_ok=True)
+        self._resolver_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(hostnames.__file__, self._resolver_dir / "sitecustomize.py")
         facts: list[dict[str, Any]] = []
         for host in self._cluster.hosts:
             self._check_interrupt()
@@ -269,13 +280,14 @@ class JobRunner:
                 job_name=self.name,
             )
             variables = smenv.env_vars(env_block)
+            launcher = smenv.launcher_env(env_block, self._cluster.addresses())
             command = self._command(program, smenv.user_args(env_block["hyperparameters"]))
             stream = stream_name(self.name, host.name, int(time.time()))
             shipper.open_stream(stream)
             proc = HostProcess(
                 host.name,
                 command,
-                env=self._host_env(record, host, variables),
+                env=self._host_env(record, host, variables, launcher),
                 cwd=host.code_dir,
                 log_file=logs_dir / f"{host.name}.log",
                 sink=functools.partial(_emit, shipper, matcher, stream),
