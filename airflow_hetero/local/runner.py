@@ -12,20 +12,17 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
-import shlex
-import shutil
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_hetero.local import hostnames, smenv
+from airflow_hetero.local import smenv
 from airflow_hetero.local.algometrics import MetricMatcher
-from airflow_hetero.local.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
+from airflow_hetero.local.clients import Clients
+from airflow_hetero.local.hostenv import command, host_environment, install_resolver
 from airflow_hetero.local.layout import Cluster, Host
 from airflow_hetero.local.logship import LogShipper, stream_name
 from airflow_hetero.local.metrics import MetricsSampler
@@ -36,7 +33,6 @@ from airflow_hetero.local.transfer import has_files, join_uri, tar_directories, 
 
 log = logging.getLogger(__name__)
 
-_INHERIT_DROP = ("SM_", "AWS_", "SAGEMAKER_", "AIRFLOW_HETERO_", "TRAINING_JOB_")
 MAX_FAILURE_REASON = 1024
 
 
@@ -218,44 +214,6 @@ class JobRunner:
         self._upload(required=True)
         self._update(lambda r: finish(r, "Completed", "Completed", "Training job completed"))
 
-    def _host_env(
-        self, record: dict[str, Any], host: Host, variables: dict[str, str], launcher: dict[str, str]
-    ) -> dict[str, str]:
-        """The host's environment: the endpoint's (minus AWS/SM variables), fake credentials, the
-        request's Environment, the SM_* block, the launcher variables, and the host-name resolver."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERIT_DROP)}
-        env.update(
-            {
-                "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY,
-                "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_KEY,
-                "AWS_DEFAULT_REGION": self._region,
-                "AWS_REGION": self._region,
-                "AWS_ENDPOINT_URL": self._clients.endpoint_url,
-            }
-        )
-        env.update(record.get("Environment") or {})
-        env.update(variables)
-        env.update(launcher)
-        env.update(
-            {
-                "SAGEMAKER_BASE_DIR": str(host.base_dir),
-                "TRAINING_JOB_NAME": self.name,
-                "TRAINING_JOB_ARN": record["TrainingJobArn"],
-                "AIRFLOW_HETERO_HOST_ADDRESSES": json.dumps(self._cluster.addresses()),
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONPATH": os.pathsep.join(
-                    p for p in (str(self._resolver_dir), str(host.code_dir), os.environ.get("PYTHONPATH")) if p
-                ),
-            }
-        )
-        return env
-
-    @staticmethod
-    def _command(program: str, args: list[str]) -> list[str]:
-        if program.endswith(".py"):
-            return [sys.executable, "--", program, *args]
-        return ["/bin/sh", "-c", f"./{shlex.quote(program)} " + " ".join(shlex.quote(a) for a in args)]
-
     def _start_hosts(
         self,
         record: dict[str, Any],
@@ -266,8 +224,7 @@ class JobRunner:
     ) -> None:
         logs_dir = self._store.job_dir(self.name) / "logs"
         logs_dir.mkdir(parents=True, exist_ok=True)
-        self._resolver_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(hostnames.__file__, self._resolver_dir / "sitecustomize.py")
+        install_resolver(self._resolver_dir)
         facts: list[dict[str, Any]] = []
         for host in self._cluster.hosts:
             self._check_interrupt()
@@ -281,20 +238,31 @@ class JobRunner:
             )
             variables = smenv.env_vars(env_block)
             launcher = smenv.launcher_env(env_block, self._cluster.addresses())
-            command = self._command(program, smenv.user_args(env_block["hyperparameters"]))
+            argv = command(program, smenv.user_args(env_block["hyperparameters"]))
             stream = stream_name(self.name, host.name, int(time.time()))
             shipper.open_stream(stream)
             proc = HostProcess(
                 host.name,
-                command,
-                env=self._host_env(record, host, variables, launcher),
+                argv,
+                env=host_environment(
+                    region=self._region,
+                    endpoint_url=self._clients.endpoint_url,
+                    request_env=record.get("Environment") or {},
+                    variables=variables,
+                    launcher=launcher,
+                    job={"TRAINING_JOB_NAME": self.name, "TRAINING_JOB_ARN": record["TrainingJobArn"]},
+                    addresses=self._cluster.addresses(),
+                    base_dir=host.base_dir,
+                    code_dir=host.code_dir,
+                    resolver_dir=self._resolver_dir,
+                ),
                 cwd=host.code_dir,
                 log_file=logs_dir / f"{host.name}.log",
                 sink=functools.partial(_emit, shipper, matcher, stream),
             )
             now = time.time()
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
-            for line in smenv.startup_lines(env_block, variables, command, stamp):
+            for line in smenv.startup_lines(env_block, variables, argv, stamp):
                 proc.write_line(line)
             pid = proc.start()
             self._procs[host.name] = proc
