@@ -10,6 +10,7 @@ process is ended Failed with a reason saying why: its hosts were supervised by a
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import functools
 import logging
@@ -24,6 +25,7 @@ from typing import Any
 from airflow_hetero.local.clients import Clients
 from airflow_hetero.local.errors import ServiceError, not_found, validation
 from airflow_hetero.local.layout import plan_cluster
+from airflow_hetero.local.process import kill_tree
 from airflow_hetero.local.rules import instance_groups, validate_create
 from airflow_hetero.local.runner import JobRunner, RunOptions
 from airflow_hetero.local.store import TERMINAL, JobStore, add_transition, finish
@@ -289,7 +291,7 @@ def _decode_token(token: Any) -> int:
 
 
 def _kill_if_alive(host: dict[str, Any]) -> Any:
-    """SIGKILL a host's process group left by a previous endpoint process.
+    """SIGKILL a host's process tree and group left by a previous endpoint process.
 
     Returns the psutil process when it was still running (and really is that host: same pid and
     start time), None when it was already gone.
@@ -305,7 +307,9 @@ def _kill_if_alive(host: dict[str, Any]) -> Any:
             return None  # the pid was reused by an unrelated process
         if proc.status() == psutil.STATUS_ZOMBIE:
             return None  # dead, only waiting to be reaped by its new parent
-        os.killpg(pid, signal.SIGKILL)
+        kill_tree(pid)  # the host shim and everything it still holds, also in other sessions
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
         return proc
     except (psutil.Error, ProcessLookupError, PermissionError):
         return None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from local_jobkit import wait
 
 from airflow_hetero.cli import main as cli_main
 from airflow_hetero.local import LocalEndpoint
@@ -45,6 +46,12 @@ DEFINITION = """
     tags:
       project: cli
 """
+
+
+def _ended(endpoint: LocalEndpoint, job: str) -> None:
+    """Wait (boto3, polling fast) until ``job`` ended: the CLI's waiter polls only every 120 s, so
+    ``aws sagemaker wait`` is called once the job has ended and must then return at once."""
+    wait(endpoint.client("sagemaker"), job)
 
 
 def _aws(endpoint: LocalEndpoint, *args: str, check: bool = True) -> Any:
@@ -96,6 +103,7 @@ def test_the_aws_cli_runs_a_rendered_job_end_to_end(endpoint: LocalEndpoint, ren
     _upload_source(endpoint, done_request)
     arn = _aws(endpoint, "sagemaker", "create-training-job", "--cli-input-json", f"file://{done_request}")
     assert arn["TrainingJobArn"].endswith(":training-job/cli-done")
+    _ended(endpoint, "cli-done")
     _aws(endpoint, "sagemaker", "wait", "training-job-completed-or-stopped", "--training-job-name", "cli-done")
     described = _aws(endpoint, "sagemaker", "describe-training-job", "--training-job-name", "cli-done")
     assert described["TrainingJobStatus"] == "Completed"
@@ -116,6 +124,7 @@ def test_the_aws_cli_runs_a_rendered_job_end_to_end(endpoint: LocalEndpoint, ren
     _upload_source(endpoint, stop_request)
     _aws(endpoint, "sagemaker", "create-training-job", "--cli-input-json", f"file://{stop_request}")
     _aws(endpoint, "sagemaker", "stop-training-job", "--training-job-name", "cli-stop")
+    _ended(endpoint, "cli-stop")
     _aws(endpoint, "sagemaker", "wait", "training-job-completed-or-stopped", "--training-job-name", "cli-stop")
     stopped = _aws(endpoint, "sagemaker", "describe-training-job", "--training-job-name", "cli-stop")
     assert stopped["TrainingJobStatus"] == "Stopped"
