@@ -2,9 +2,11 @@
 
 InProgress with SecondaryStatus Starting -> Downloading -> Training -> Uploading -> Completed, each
 transition recorded with SageMaker's status message. A host exiting non-zero fails the job (the
-others are terminated); StopTrainingJob and MaxRuntimeInSeconds terminate every host (process
-groups: SIGTERM, then SIGKILL after a grace period) and end the job Stopped. The hosts' model
-directories are merged into ``<S3OutputPath>/<job>/output/model.tar.gz``.
+others are terminated); StopTrainingJob and MaxRuntimeInSeconds terminate every host (SIGTERM to
+each host's group and tree, then, after one shared grace period, its whole tree is killed) and end
+the job Stopped. A host whose output cannot be recorded (full disk) fails the job. Each output line
+also feeds the job's metric definitions (:mod:`.algometrics`). The hosts' model directories are
+merged into ``<S3OutputPath>/<job>/output/model.tar.gz``.
 """
 
 from __future__ import annotations

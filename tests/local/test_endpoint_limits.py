@@ -220,3 +220,28 @@ def test_a_full_disk_during_the_run_fails_the_job_with_a_reason(
     assert "No space left on device" in reason
     facts = json.loads((endpoint.job_dir(job) / "hosts.json").read_text())
     assert not any(pid_alive(f["pid"]) for f in facts)
+
+
+def test_parallel_creates_never_exceed_the_host_cap(endpoint: LocalEndpoint, sm: Any, s3: Any) -> None:
+    import concurrent.futures
+
+    source = put_source(s3, unique("parallel"), "import time\ntime.sleep(60)\n")
+    names = [unique("parallel") for _ in range(12)]
+
+    def create(name: str) -> str:
+        try:
+            sm.create_training_job(**request(name, source, groups=(("solo", "ml.c5.xlarge", 2),)))
+            return "created"
+        except ClientError as err:
+            return str(err.response["Error"]["Code"])
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+        answers = dict(zip(names, pool.map(create, names), strict=True))
+    created = [n for n, a in answers.items() if a == "created"]
+    assert len(created) == 2  # 2 jobs x 2 hosts = the cap of 4
+    assert {a for a in answers.values() if a != "created"} == {"ResourceLimitExceeded"}
+    assert all(endpoint.job_dir(n).exists() == (n in created) for n in names)
+    for name in created:
+        sm.stop_training_job(TrainingJobName=name)
+    for name in created:
+        assert wait(sm, name)["TrainingJobStatus"] == "Stopped"
