@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# the SageMaker Python SDK v2 in a venv of its own (its dependencies clash with Airflow's)
+SDK_VENV  := .venv-sdk
+SDK_STAMP := $(SDK_VENV)/.installed-stamp
 
 .PHONY: test demo lint typecheck docs pytest bench clean
 
@@ -11,6 +14,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
+
+$(SDK_STAMP): tests/local/sdk-requirements.txt
+	test -x $(SDK_VENV)/bin/python || $(PYTHON) -m venv $(SDK_VENV)
+	$(SDK_VENV)/bin/python -m pip install -q -r tests/local/sdk-requirements.txt
+	touch $(SDK_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -22,7 +30,7 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(SDK_STAMP)
 	$(BIN)/pytest -q
 
 test: lint typecheck docs pytest
@@ -34,4 +42,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(SDK_VENV) .mypy_cache .ruff_cache .pytest_cache
