@@ -245,8 +245,14 @@ def test_partial_summary_while_the_job_runs(endpoint: LocalEndpoint, clients: di
     name = _start_job(sm, source, hold=20)
     wait(sm, name, until=("InProgress",))
     deadline = time.monotonic() + 20
-    while not any("holding" in lines for lines in log_lines(logs, name).values()):
-        assert time.monotonic() < deadline, "the training host never logged 'holding'"
+
+    def ready() -> bool:  # the training host holds, and every host's marker line has been shipped
+        streams = log_lines(logs, name)
+        markers = sum(any("[airflow-hetero]" in line for line in lines) for lines in streams.values())
+        return any("holding" in lines for lines in streams.values()) and markers == sum(c for _, _, c in GROUPS)
+
+    while not ready():
+        assert time.monotonic() < deadline, "the training host never logged 'holding' or a marker is missing"
         time.sleep(0.1)
     try:
         summary = summarize_training_job(name, **clients)
