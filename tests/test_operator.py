@@ -277,7 +277,8 @@ def test_invalid_definition_after_rendering_fails_without_retry(jobs: MotoJobs) 
     job = {**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_type": "{{ run_id }}"}]}
     op = operator(job=job)
     ctx = context("ml.bogus")
-    op.render_template_fields(ctx)  # type: ignore[arg-type]
+    with pytest.raises(AirflowFailException, match=r"instance_groups\[0\]\.instance_type"):
+        op.render_template_fields(ctx)  # type: ignore[arg-type]  # checked as soon as it is rendered
     with pytest.raises(AirflowFailException, match=r"instance_groups\[0\]\.instance_type"):
         op.execute(ctx)
     assert jobs.calls["CreateTrainingJob"] == 0
