@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ def test_demo_runs_the_example_dag_and_prints_the_group_table(tmp_path: Path) ->
     proc = run_demo(tmp_path / "demo")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
-    assert "==> task states: gate=success, submit=success, summarize=success, wait=success" in out
+    assert "==> task states: gate=success, submit=success, summarize=success, wait=success, week=success" in out
     table = out.split("==> per-group summary", 1)[1]
     rows = {
         line.split()[0]: line.split() for line in table.splitlines() if line.startswith(("data_group", "train_group"))
@@ -41,6 +42,11 @@ def test_demo_runs_the_example_dag_and_prints_the_group_table(tmp_path: Path) ->
         assert "-" not in rows[group][-4:-2] and rows[group][-2:] == ["-", "-"], rows[group]  # cpu, mem; gpu
     assert "local runs (the offline endpoint) have no GPUs" in table
     assert "train_group: train:loss last=" in table
+    # the second DAG ran on the model asset the first one updated, and deployed that job's model
+    assert "==> task states: deploy=success, evaluate=success" in out
+    (job,) = re.findall(r"==> deployed s3://airflow-hetero-demo/deployed/model.tar.gz from (hetero-retrain-\w+)", out)
+    assert f"Submitted training job {job}" in out + proc.stderr  # the job the first DAG ran
+    assert re.search(r"train:loss 0\.\d+ \(from the model\.json\); groups: data_group, train_group", out)
     assert "==> demo succeeded" in out
 
 
