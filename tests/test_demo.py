@@ -33,13 +33,16 @@ def test_demo_runs_the_example_dag_and_prints_the_group_table(tmp_path: Path) ->
     out = proc.stdout
     assert "==> task states: gate=success, submit=success, summarize=success, wait=success, week=success" in out
     table = out.split("==> per-group summary", 1)[1]
-    rows = {
-        line.split()[0]: line.split() for line in table.splitlines() if line.startswith(("data_group", "train_group"))
-    }
-    assert rows["data_group"][1:3] == ["ml.c5.xlarge", "2"]
-    assert rows["train_group"][1:3] == ["ml.g5.xlarge", "1"]
+    assert max(len(line) for line in table.split("\n==> ", 1)[0].splitlines()) <= 100
+    logs_rows, util_rows = {}, {}  # the two stacked tables: logs per group, then utilisation
+    for line in table.splitlines():
+        if line.startswith(("data_group", "train_group")):
+            (util_rows if line.split()[0] in logs_rows else logs_rows)[line.split()[0]] = line.split()
+    assert logs_rows["data_group"][1:3] == ["ml.c5.xlarge", "2"]
+    assert logs_rows["train_group"][1:3] == ["ml.g5.xlarge", "1"]
     for group in ("data_group", "train_group"):  # hosts live well under the 1 s metrics interval
-        assert "-" not in rows[group][-4:-2] and rows[group][-2:] == ["-", "-"], rows[group]  # cpu, mem; gpu
+        row = util_rows[group]
+        assert "-" not in row[1:3] and row[3:] == ["-", "-"], row  # cpu, mem; gpu
     assert "local runs (the offline endpoint) have no GPUs" in table
     assert "train_group: train:loss last=" in table
     # the second DAG ran on the model asset the first one updated, and deployed that job's model
