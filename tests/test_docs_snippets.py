@@ -46,3 +46,17 @@ def test_yaml_definitions_on_the_operator_page_are_valid() -> None:
     assert definitions
     for definition in definitions:
         load_job(definition)
+
+
+def test_readme_python_blocks_run() -> None:
+    """The README's DAG and import blocks run as they are (on Airflow 2.11 and 3.x alike)."""
+    readme = (DOCS.parent / "README.md").read_text()
+    code = [body for lang, body in BLOCK.findall(readme) if lang == "python"]
+    assert len(code) >= 2
+    tasks = []
+    for body in code:
+        namespace: dict[str, Any] = {"__name__": "readme"}
+        exec(compile(body, "README.md snippet", "exec"), namespace)
+        for dag in (v for v in namespace.values() if hasattr(v, "task_dict")):
+            tasks.extend(dag.task_dict.values())
+    assert [(type(t).__name__, t.task_id, t.job) for t in tasks] == [("HeteroTrainingOperator", "train", "job.yaml")]
