@@ -49,7 +49,7 @@ af2-constraints:
 	$(PYTHON) -m venv $(AF2_VENV)
 	$(AF2_BIN)/python -m pip install -q --upgrade pip
 	$(AF2_BIN)/python -m pip install -q -e '.[dev]' 'apache-airflow==2.11.*'
-	{ sed -n '1,2p' $(AF2_CONSTRAINTS); $(AF2_BIN)/pip freeze | grep -v -e '^-e' -e '^airflow[-_]hetero'; } > $(AF2_CONSTRAINTS).new
+	{ sed -n '1,2p' $(AF2_CONSTRAINTS); $(AF2_BIN)/pip freeze | grep -v -e '^-e' -e 'airflow[-_]hetero'; } > $(AF2_CONSTRAINTS).new
 	mv $(AF2_CONSTRAINTS).new $(AF2_CONSTRAINTS)
 	touch $(AF2_STAMP)
 

@@ -26,7 +26,7 @@ def documentation_url() -> str:
         for entry in metadata("airflow-hetero").get_all("Project-URL") or []:
             label, _, url = entry.partition(",")
             if label.strip().lower() == "documentation":
-                return url.strip()
+                return str(url).strip()
     except PackageNotFoundError:  # pragma: no cover - running from a source tree that is not installed
         pass
     return "https://pypi.org/project/airflow-hetero/"

@@ -60,11 +60,15 @@ __all__ = [
 
 
 def airflow_version() -> tuple[int, int]:
-    """The installed Airflow's (major, minor)."""
-    from importlib.metadata import version
+    """The running Airflow's (major, minor), from ``airflow.__version__`` (also with airflow-core alone)."""
+    import re
 
-    major, minor = version("apache-airflow").split(".")[:2]
-    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+    import airflow
+
+    found = re.match(r"(\d+)\.(\d+)", str(airflow.__version__))
+    if found is None:  # pragma: no cover - Airflow always has a PEP 440 version
+        raise RuntimeError(f"cannot read the Airflow version from {airflow.__version__!r}")
+    return int(found.group(1)), int(found.group(2))
 
 
 AIRFLOW_V_3 = airflow_version() >= (3, 0)
