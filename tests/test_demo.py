@@ -43,7 +43,7 @@ def test_demo_runs_the_example_dag_and_prints_the_group_table(tmp_path: Path) ->
     for group in ("data_group", "train_group"):  # hosts live well under the 1 s metrics interval
         row = util_rows[group]
         assert "-" not in row[1:3] and row[3:] == ["-", "-"], row  # cpu, mem; gpu
-    assert "local runs (the offline endpoint) have no GPUs" in table
+    assert "local runs (the offline endpoint) have no GPUs" in " ".join(table.split("\n  "))  # wrapped note
     assert "train_group: train:loss last=" in table
     # the second DAG ran on the model asset the first one updated, and deployed that job's model
     assert "==> task states: deploy=success, evaluate=success" in out
@@ -58,4 +58,5 @@ def test_demo_fails_clearly_when_the_gate_rejects_the_model(tmp_path: Path) -> N
     assert proc.returncode == 1
     assert "gate=failed" in proc.stdout
     assert "model rejected: final train:loss" in proc.stdout + proc.stderr
-    assert "demo: the DAG run ended failed. Look at the task logs above" in proc.stderr
+    assert "demo: the hetero_retraining run ended failed. Look at the task logs above" in proc.stderr
+    assert "running DAG hetero_model_deploy" not in proc.stdout  # a rejected model is not deployed
