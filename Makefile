@@ -10,6 +10,9 @@ AF2_VENV        := .venv-af2
 AF2_BIN         := $(AF2_VENV)/bin
 AF2_STAMP       := $(AF2_VENV)/.installed-stamp
 AF2_CONSTRAINTS := .ci/constraints-airflow-2.11.txt
+# the SageMaker Python SDK v2 in a venv of its own (its dependencies clash with Airflow's)
+SDK_VENV  := .venv-sdk
+SDK_STAMP := $(SDK_VENV)/.installed-stamp
 
 .PHONY: test demo lint typecheck docs pytest pytest-af2 af2-constraints bench clean
 
@@ -25,6 +28,11 @@ $(AF2_STAMP): pyproject.toml $(AF2_CONSTRAINTS)
 	$(AF2_BIN)/python -m pip install -q -e '.[dev]' 'apache-airflow==2.11.*' -c $(AF2_CONSTRAINTS)
 	touch $(AF2_STAMP)
 
+$(SDK_STAMP): tests/local/sdk-requirements.txt
+	test -x $(SDK_VENV)/bin/python || $(PYTHON) -m venv $(SDK_VENV)
+	$(SDK_VENV)/bin/python -m pip install -q -r tests/local/sdk-requirements.txt
+	touch $(SDK_STAMP)
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
@@ -35,7 +43,7 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(SDK_STAMP)
 	$(BIN)/pytest -q
 
 pytest-af2: $(AF2_STAMP)
@@ -60,4 +68,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(AF2_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) .mypy_cache .ruff_cache .pytest_cache

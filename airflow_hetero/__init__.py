@@ -60,5 +60,6 @@ def get_provider_info() -> dict[str, Any]:
         "extra-links": [
             "airflow_hetero.links.training.SageMakerTrainingJobLink",
             "airflow_hetero.links.training.TrainingJobLogsLink",
+            "airflow_hetero.links.instance_groups.InstanceGroupsLink",
         ],
     }

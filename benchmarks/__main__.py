@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import import_cost, log_summary
+from benchmarks import hostile_definitions, import_cost, log_summary, parse_fork, print_log, triggerer
 
 
 def main() -> int:
     status = import_cost.main([])
     print()
-    return status or log_summary.main([])
+    status = status or parse_fork.main([])
+    print()
+    status = status or print_log.main([])
+    print()
+    status = status or triggerer.main([])
+    print()
+    status = status or log_summary.main([])
+    print()
+    return status or hostile_definitions.main([])
 
 
 if __name__ == "__main__":

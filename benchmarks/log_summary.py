@@ -210,7 +210,7 @@ def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, An
         logs_client = hook.logs_hook.conn
         _count_calls(logs_client, counts)
         base = _rss_mb()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         streams = list_job_streams(logs_client, job)
         rules = LineRules.build(metric_definitions=METRICS)
         accumulators = [StreamLog(s, host_from_stream(s, job), rules) for s in streams]
@@ -225,7 +225,7 @@ def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, An
         }
         _count_calls(clients["logs_client"], counts)
         base = _rss_mb()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         summary = summarize_training_job(job, include_metrics=False, max_workers=workers, **clients)
         result["events"] = sum(g["events"] for g in summary["groups"].values())
         result["groups"] = {n: g["hosts"] for n, g in summary["groups"].items()}
@@ -236,7 +236,7 @@ def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, An
         logs_client = boto3.client("logs", **kwargs)
         _count_calls(logs_client, counts)
         base = _rss_mb()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         total = 0
 
         def sink(events: list[dict[str, Any]]) -> None:
@@ -247,6 +247,7 @@ def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, An
             read_stream(logs_client, stream, sink)
         result["events"] = total
     result["seconds"] = time.perf_counter() - started
+    result["cpu_seconds"] = time.process_time() - cpu
     result["calls"] = sum(counts.values())
     result["calls_by_action"] = counts
     result["rss_base_mb"] = base
@@ -329,6 +330,8 @@ def benchmark(
             "wall s (median)",
             "wall s (range)",
             "x ours",
+            "CPU s (median)",
+            "x raw drain CPU",
             "peak RSS MB",
             "RSS growth MB",
             "API calls",
@@ -337,15 +340,18 @@ def benchmark(
         ]
     ]
     medians: dict[str, Any] = {"events": events, "repeats": repeats, "workers": workers, "minimum_calls": floor}
-    rows.append(["minimum (page limits)", "-", "-", "-", "-", "-", str(floor), "1.00", f"{events:,}"])
+    rows.append(["minimum (page limits)", "-", "-", "-", "-", "-", "-", "-", str(floor), "1.00", f"{events:,}"])
+    drain_cpu = statistics.median(r["cpu_seconds"] for r in runs["raw drain"]) if "raw drain" in runs else None
     for name in readers:
         items = runs[name]
         seconds = statistics.median(r["seconds"] for r in items)
         peak = statistics.median(r["rss_peak_mb"] for r in items)
         growth = statistics.median(r["rss_peak_mb"] - r["rss_base_mb"] for r in items)
         calls = statistics.median(r["calls"] for r in items)
+        cpu = statistics.median(r["cpu_seconds"] for r in items)
         medians[name] = {
             "seconds": seconds,
+            "cpu_seconds": cpu,
             "seconds_each": [r["seconds"] for r in items],
             "rss_peak_mb": peak,
             "rss_growth_mb": growth,
@@ -359,6 +365,8 @@ def benchmark(
                 f"{seconds:.2f}",
                 f"{min(r['seconds'] for r in items):.2f}-{max(r['seconds'] for r in items):.2f}",
                 f"{seconds / ours:.2f}",
+                f"{cpu:.2f}",
+                f"{cpu / drain_cpu:.2f}" if drain_cpu else "-",
                 f"{peak:.0f}",
                 f"{growth:.0f}",
                 f"{calls:.0f}",

@@ -27,3 +27,5 @@ os.environ["AWS_SESSION_TOKEN"] = "testing"
 os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
+# parse-time validation cache (airflow_hetero.definition.validated): never the user's ~/.cache
+os.environ["AIRFLOW_HETERO_CACHE_DIR"] = str(_HOME / "validated-cache")

@@ -14,7 +14,7 @@ from airflow_hetero.definition.job import load_job
 from airflow_hetero.operators import HeteroTrainingOperator
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["operator.md", "sensor.md", "migration.md", "lineage.md", "compatibility.md"]
+PAGES = ["operator.md", "sensor.md", "migration.md", "failure-semantics.md", "lineage.md", "compatibility.md"]
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 

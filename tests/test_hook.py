@@ -36,6 +36,7 @@ def stubbed_hook() -> tuple[HeteroTrainingHook, Stubber]:
     hook = HeteroTrainingHook(aws_conn_id=None, region_name="us-east-1", retry_policy=FAST)
     client = boto3.client("sagemaker", region_name="us-east-1")
     hook.__dict__["conn"] = client
+    hook.__dict__["create_client"] = client
     return hook, Stubber(client)
 
 
@@ -200,6 +201,7 @@ def test_create_after_a_lost_answer_does_not_submit_twice(jobs: MotoJobs) -> Non
     hook = HeteroTrainingHook(aws_conn_id=None, retry_policy=FAST)
     client = LostAnswerClient(boto3.client("sagemaker", region_name="us-east-1"))
     hook.__dict__["conn"] = client
+    hook.__dict__["create_client"] = client
     answer = hook.create_training_job(hetero_request("lost-answer"))
     assert answer["TrainingJobArn"].endswith("/lost-answer")
     assert client.create_calls == 1
@@ -219,6 +221,13 @@ def test_create_retries_when_the_job_was_not_created() -> None:
     with stub:
         assert hook.create_training_job(request) == {"TrainingJobArn": "arn:x/retry-create"}
     stub.assert_no_pending_responses()
+
+
+def test_create_client_has_botocore_retries_off_and_keeps_the_hook_config() -> None:
+    hook = HeteroTrainingHook(aws_conn_id=None, region_name="us-east-1", config={"read_timeout": 7})
+    config = hook.create_client.meta.config
+    assert config.retries["total_max_attempts"] == 1 and config.read_timeout == 7
+    assert hook.conn.meta.config.retries.get("total_max_attempts") != 1  # polling keeps botocore's retries
 
 
 def test_create_permanent_error_surfaces() -> None:
@@ -258,3 +267,15 @@ def test_upload_bytes(aws: None) -> None:
     assert body == b"tarball"
     with pytest.raises(ValueError, match="bucket and a key"):
         hook.upload_bytes(b"x", "s3://code")
+
+
+def test_identity_of_reads_tags_and_treats_unreadable_tags_as_another_identity() -> None:
+    hook, stub = stubbed_hook()
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:training-job/j"
+    tags = [{"Key": "airflow-hetero:identity", "Value": "d" * 64}]
+    stub.add_response("list_tags", {"Tags": tags}, {"ResourceArn": arn})
+    stub.add_client_error("list_tags", service_error_code="AccessDeniedException", http_status_code=400)
+    with stub:
+        assert hook.identity_of({"TrainingJobArn": arn}) == "d" * 64
+        assert hook.identity_of({"TrainingJobArn": arn}) is None  # never re-attached on a guess
+    stub.assert_no_pending_responses()

@@ -59,7 +59,7 @@ def job() -> Iterator[str]:
 
 
 def run(**kwargs: Any) -> tuple[dict[str, Any], MagicMock]:
-    ti = MagicMock()
+    ti = MagicMock(dag_id="d", run_id="r", task_id="summary", map_index=-1)
     operator = HeteroLogSummaryOperator(task_id="summary", aws_conn_id=None, region_name="us-east-1", **kwargs)
     return operator.execute({"ti": ti}), ti  # type: ignore[arg-type]
 
@@ -78,6 +78,8 @@ def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsy
     assert pushed == {
         "group_data_group": summary["groups"]["data_group"],
         "group_dnn_group": summary["groups"]["dnn_group"],
+        "verdict": summary["verdict"],
+        "_link_InstanceGroupsLink": "/hetero/instance-groups?dag_id=d&run_id=r&task_id=summary&map_index=-1",
     }
     assert summary["groups"]["dnn_group"]["utilization"]["gpu"] == {
         "avg": 12.0,
@@ -89,6 +91,9 @@ def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsy
     assert "Log summary of summ" in logged
     logs_row, util_row = [line for line in logged.splitlines() if line.startswith("dnn_group ")][:2]
     assert "algo-1,algo-3" in logs_row and "12/12" in util_row  # logs table, then utilisation table
+    # one GPU datapoint (12 % of ml.p3.2xlarge's one GPU) and no CPU figures: nobody is saturated
+    assert summary["verdict"]["kind"] == "not_saturated"
+    assert "Verdict: No group is saturated (busiest: dnn_group GPUs at 12%)" in logged
 
 
 def test_without_metrics_and_with_a_tight_bound(job: str) -> None:
@@ -97,6 +102,7 @@ def test_without_metrics_and_with_a_tight_bound(job: str) -> None:
     assert summary["groups"]["dnn_group"]["utilization"] is None
     assert len(json.dumps(summary)) <= 2048
     assert summary["truncated"]["tail"]["lines_dropped"] > 0
+    assert summary["verdict"]["kind"] == "no_data"
 
 
 def test_custom_error_patterns(job: str) -> None:
@@ -113,6 +119,12 @@ def test_arguments_are_checked_when_the_dag_is_parsed() -> None:
         HeteroLogSummaryOperator(task_id="s", job_name="j", tail_lines=-1)
     with pytest.raises(ValueError, match="max_xcom_bytes"):
         HeteroLogSummaryOperator(task_id="s", job_name="j", max_xcom_bytes=100)
+    with pytest.raises(ValueError, match="unknown verdict threshold"):
+        HeteroLogSummaryOperator(task_id="s", job_name="j", verdict_thresholds={"busy": 80})
+    with pytest.raises(ValueError, match="idle_percent <= waiting_percent < busy_percent"):
+        HeteroLogSummaryOperator(task_id="s", job_name="j", verdict_thresholds={"waiting_percent": 95})
+    with pytest.raises(ValueError, match="series_points"):
+        HeteroLogSummaryOperator(task_id="s", job_name="j", series_points=0)
 
 
 def test_unknown_job_and_empty_name_fail(job: str) -> None:

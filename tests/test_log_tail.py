@@ -135,13 +135,63 @@ class PagedLogs:
         return {"events": events, "nextForwardToken": f"f/{index + 1}"}
 
 
-def test_follows_pages_including_empty_ones_until_the_token_stops() -> None:
+def test_a_live_poll_reads_one_page_per_stream_and_the_flush_reads_to_the_end() -> None:
     client = PagedLogs([["a", "b"], [], ["c"]], fail_first=2)
     lines: list[str] = []
     t = LogTailer(client, "job-p", emit=lines.append, resolver=LogsGroupResolver(), expected_hosts=1, retry_policy=FAST)
-    assert t.poll() == 3
+    assert t.poll() == 2 and t.get_calls == 1  # the two throttled attempts are retries of that one call
+    assert t.poll() == 0 and t.get_calls == 2  # an empty page with a new token
+    assert t.poll() == 1 and t.get_calls == 3
     assert lines == ["[algo-1] a", "[algo-1] b", "[algo-1] c"]
-    calls = client.get_calls
     client.pages.append(["d"])
-    assert t.poll() == 1 and lines[-1] == "[algo-1] d"
-    assert client.get_calls == calls + 2  # resumes from the remembered token, not from the head
+    client.pages.append(["e"])
+    assert t.flush() == 2 and lines[-2:] == ["[algo-1] d", "[algo-1] e"]
+    assert t.get_calls == 6  # d, e, then the page that returns the same token: the end
+    calls = client.get_calls
+    client.pages.append(["f"])
+    assert t.poll() == 1 and lines[-1] == "[algo-1] f"
+    assert client.get_calls == calls + 1  # resumes from the remembered token, not from the head
+
+
+def test_a_full_page_is_followed_within_the_same_poll() -> None:
+    client = PagedLogs([[f"l{i}" for i in range(10_000)], ["after"], []])
+    lines: list[str] = []
+    t = LogTailer(client, "job-p", emit=lines.append, resolver=LogsGroupResolver(), expected_hosts=1, retry_policy=FAST)
+    assert t.poll() == 10_001
+    assert t.get_calls == 2 and lines[-1] == "[algo-1] after"
+
+
+class RecordingLogs(PagedLogs):
+    """Records the order of reads and emits, to show lines leave before the next page is read."""
+
+    def __init__(self, pages: list[list[str]], journal: list[str]) -> None:
+        super().__init__(pages)
+        self.journal = journal
+
+    def get_log_events(self, **kwargs: Any) -> dict[str, Any]:
+        self.journal.append("read")
+        return super().get_log_events(**kwargs)
+
+
+def test_each_page_is_emitted_before_the_next_is_read() -> None:
+    journal: list[str] = []
+    client = RecordingLogs([["a"], ["b"]], journal)
+    t = LogTailer(client, "job-p", emit=journal.append, resolver=LogsGroupResolver(), expected_hosts=1)
+    t.flush()
+    assert journal == ["read", "[algo-1] a", "read", "[algo-1] b", "read"]
+
+
+def test_one_get_log_events_per_stream_per_poll(logs: Any) -> None:
+    for host in ("algo-1", "algo-2", "algo-3"):
+        put_logs(logs, "job-c", host, [f"{host} {i}" for i in range(5)])
+    t, lines = tailer(logs, "job-c", hosts=3)
+    for round_no in range(4):
+        before = t.get_calls
+        for host in ("algo-1", "algo-2", "algo-3"):
+            put_logs(logs, "job-c", host, [f"{host} more {round_no}"])
+        t.poll()
+        assert t.get_calls - before == 3
+    assert len(lines) == 3 * 5 + 3 * 4
+    for host in ("algo-1", "algo-2", "algo-3"):  # in order within each stream
+        mine = [line.split("] ", 1)[1] for line in lines if line.startswith(f"[{host}]")]
+        assert mine == [f"{host} {i}" for i in range(5)] + [f"{host} more {r}" for r in range(4)]

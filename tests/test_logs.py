@@ -317,10 +317,25 @@ def test_conflicting_evidence_at_one_level_falls_through() -> None:
         stream("algo-1", [format_marker("algo-1", "A", "t"), format_marker("algo-1", "B", "t")]),
     ]
     assert logs[0].marker == {"algo-1": "A"}  # first marker of a stream wins
-    other = stream("algo-9", [format_marker("algo-1", "B", "t")])
-    mapping = resolve_mapping([*logs, other], GROUPS_AB)
+    second = StreamLog("job/algo-1-1700000999", "algo-1", LineRules.build())  # the host's second stream
+    second.add(T0, format_marker("algo-1", "B", "t"))
+    mapping = resolve_mapping([*logs, second], GROUPS_AB)
     assert "algo-1" in mapping.unmapped
     assert any("several groups" in p for p in mapping.problems)
+
+
+def test_a_marker_from_another_hosts_stream_is_ignored_and_reported() -> None:
+    """One forged line in algo-9's stream must not move algo-1 away from its own toolkit lines."""
+    own = stream("algo-1", ["SM_CURRENT_HOST=algo-1", "SM_CURRENT_INSTANCE_GROUP=A"])
+    forger = stream(
+        "algo-9", [format_marker("algo-1", "B", "t"), "SM_CURRENT_HOST=algo-1", "SM_CURRENT_INSTANCE_GROUP=B"]
+    )
+    mapping = resolve_mapping([own, forger], GROUPS_AB)
+    assert mapping.host_to_group["algo-1"] == "A" and mapping.source["algo-1"] == "toolkit"
+    assert "job/algo-9-1700000000: marker names host algo-1 (group B), not its own host algo-9; ignored" in (
+        mapping.problems
+    )
+    assert any("SM_CURRENT_HOST=algo-1 is not its own host algo-9" in p for p in mapping.problems)
 
 
 def test_cross_check_reports_too_many_hosts_and_unknown_groups() -> None:

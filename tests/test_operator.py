@@ -63,7 +63,7 @@ def operator(**kwargs: Any) -> HeteroTrainingOperator:
 
 
 def expected_name(run_id: str = "manual__2026-01-01", attempt: int = 0) -> str:
-    key = naming.stable_hash("retrain", "train", run_id, -1)
+    key = naming.task_key("hetero-test", "retrain", "train", run_id, -1)
     return naming.derived_job_name("hetero-test", key, attempt)
 
 
@@ -375,7 +375,8 @@ def test_deferrable_defers_to_a_trigger_that_owns_the_job(jobs: MotoJobs) -> Non
     trigger = info.value.trigger
     assert isinstance(trigger, HeteroTrainingTrigger)
     assert trigger.job_name == expected_name() and trigger.stop_on_kill is True
-    assert trigger.deadline is None  # the trigger derives it from the job: no hidden cap
+    # counted from the task's start: the job's MaxRuntime (7200 s) + margin, not a hidden cap
+    assert trigger.deadline == pytest.approx(time.time() + 7200 + 3600, abs=30)
     with pytest.raises(TaskDeferred) as info:
         operator(deferrable=True, max_ingestion_time=600).execute(context())
     assert info.value.trigger.deadline == pytest.approx(time.time() + 600, abs=30)

@@ -19,10 +19,12 @@ def test_provider_entry_point_resolves_to_get_provider_info() -> None:
 
 
 def test_registered_extra_links_import_and_are_declared_on_the_operator() -> None:
-    from airflow_hetero.operators import HeteroTrainingOperator
+    from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
 
     declared = {
-        f"{type(link).__module__}.{type(link).__name__}" for link in HeteroTrainingOperator.operator_extra_links
+        f"{type(link).__module__}.{type(link).__name__}"
+        for operator in (HeteroTrainingOperator, HeteroLogSummaryOperator)
+        for link in operator.operator_extra_links
     }
     for path in airflow_hetero.get_provider_info()["extra-links"]:
         module, name = path.rsplit(".", 1)

@@ -15,6 +15,7 @@ from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 from airflow_hetero.definition import instance_types
+from airflow_hetero.definition.display import confusable_hint
 
 Loc = tuple[str | int, ...]
 Finding = tuple[Loc, str]
@@ -226,7 +227,8 @@ def _groups(raw: Mapping[str, Any], dist: Mapping[str, Any], names: list[str]) -
     elif len(named) != 1:
         yield loc, f"names {len(named)} groups; a distribution strategy runs on exactly one instance group"
     elif named[0] not in names:
-        yield loc, f"unknown instance group '{named[0]}'; the job's groups are: {', '.join(names) or '(none)'}"
+        hint = confusable_hint(named[0], names)
+        yield loc, f"unknown instance group '{named[0]}'; the job's groups are: {', '.join(names) or '(none)'}{hint}"
     else:
         return str(named[0])
     return None

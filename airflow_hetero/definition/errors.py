@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_hetero.definition.display import escape
+
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
@@ -34,6 +36,11 @@ class Problem:
 
     loc: str
     msg: str
+
+    def __post_init__(self) -> None:
+        # names come from the file: control and non-ASCII characters are shown as escapes
+        object.__setattr__(self, "loc", escape(self.loc))
+        object.__setattr__(self, "msg", escape(self.msg))
 
     def __str__(self) -> str:
         return f"{self.loc}: {self.msg}"

@@ -9,11 +9,10 @@ cheap enough to check every definition fully at DAG-parse time.
 from __future__ import annotations
 
 import functools
-import gzip
-import importlib.util
 import json
 import re
-from pathlib import Path
+
+from airflow_hetero.definition.service_model import InstanceTypeCatalogError, sagemaker_model_path
 
 _SHAPE = b'"TrainingInstanceType":'
 _FAMILY = re.compile(r"^ml\.([a-z][a-z0-9-]*)\.[a-z0-9-]+$")
@@ -24,27 +23,12 @@ _FAMILY = re.compile(r"^ml\.([a-z][a-z0-9-]*)\.[a-z0-9-]+$")
 SMDDP_INSTANCE_TYPES = frozenset({"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge"})
 
 
-class InstanceTypeCatalogError(RuntimeError):
-    """botocore's sagemaker model could not be read."""
-
-
-def _service_model_path() -> Path:
-    spec = importlib.util.find_spec("botocore")
-    if spec is None or not spec.submodule_search_locations:
-        raise InstanceTypeCatalogError("botocore is not installed; it is needed to check instance types")
-    root = Path(next(iter(spec.submodule_search_locations))) / "data" / "sagemaker"
-    versions = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    for version in reversed(versions):
-        for name in ("service-2.json.gz", "service-2.json"):
-            if (version / name).is_file():
-                return version / name
-    raise InstanceTypeCatalogError(f"no sagemaker service model found under {root}")
-
-
 @functools.cache
 def training_instance_types() -> frozenset[str]:
     """All values of botocore's ``TrainingInstanceType`` enum."""
-    path = _service_model_path()
+    import gzip
+
+    path = sagemaker_model_path()
     raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     start = raw.find(_SHAPE)
     if start < 0:

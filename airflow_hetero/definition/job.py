@@ -19,6 +19,7 @@ from pydantic import ValidationError, ValidatorFunctionWrapHandler, model_valida
 
 from airflow_hetero.definition import checks, rules
 from airflow_hetero.definition.errors import JobDefinitionError, Problem
+from airflow_hetero.definition.input_limits import InputLimitError, InputLimits
 from airflow_hetero.definition.model import InstanceGroup, JobFields, ShuffleConfig, TrainingInput
 
 __all__ = [
@@ -58,41 +59,38 @@ class HeteroTrainingJob(JobFields):
         return job
 
 
-def load_job(source: str | Path | Mapping[str, Any] | HeteroTrainingJob) -> HeteroTrainingJob:
+def load_job(
+    source: str | Path | Mapping[str, Any] | HeteroTrainingJob, *, limits: InputLimits | None = None
+) -> HeteroTrainingJob:
     """Load a definition from a YAML/JSON file, a mapping, or pass a definition through.
 
-    Raises :class:`JobDefinitionError` for unreadable files, syntax errors, empty files
-    and invalid definitions alike, so callers handle one exception type.
+    Raises :class:`JobDefinitionError` for unreadable files, syntax errors, empty files, files
+    beyond ``limits`` and invalid definitions alike, so callers handle one exception type.
     """
     if isinstance(source, HeteroTrainingJob):
         return source
     if isinstance(source, Mapping):
         return HeteroTrainingJob.model_validate(dict(source))
-    data = read_definition_file(Path(source))
+    data = read_definition_file(Path(source), limits)
     return HeteroTrainingJob.model_validate(data)
 
 
-def read_definition_file(path: Path) -> dict[str, Any]:
-    """Parse a YAML or JSON definition file into a mapping, with readable errors."""
-    import yaml
+def read_definition_file(path: Path, limits: InputLimits | None = None) -> dict[str, Any]:
+    """Parse a YAML or JSON definition file into a mapping, with readable errors.
 
+    ``limits`` (default: :meth:`InputLimits.from_env`) bound size, values after alias expansion,
+    nesting and integer digits before each costly step (:mod:`airflow_hetero.definition.input_limits`).
+    """
     where = str(path)
+    if limits is None:
+        try:
+            limits = InputLimits.from_env()
+        except ValueError as err:  # a bad AIRFLOW_HETERO_MAX_DEFINITION_* value
+            raise JobDefinitionError([Problem(where, str(err))], "cannot read definition") from None
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise JobDefinitionError([Problem(where, "file not found")], "cannot read definition") from None
-    except IsADirectoryError:
-        raise JobDefinitionError([Problem(where, "is a directory, not a file")], "cannot read definition") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise JobDefinitionError([Problem(where, f"cannot be read: {err}")], "cannot read definition") from None
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text, object_pairs_hook=_unique_json_keys)
-        else:
-            data = yaml.load(text, Loader=_unique_keys_loader())  # a SafeLoader subclass
-    except (yaml.YAMLError, json.JSONDecodeError, _DuplicateKeyError) as err:
-        detail = _syntax_detail(err)
-        raise JobDefinitionError([Problem(where, f"syntax error: {detail}")], "cannot parse definition") from None
+        data = _parse_bounded(path, limits)
+    except InputLimitError as err:
+        raise JobDefinitionError([Problem(where, f"too large: {err}")], "definition too large") from None
     if data is None:
         raise JobDefinitionError([Problem(where, "file is empty")], "cannot parse definition")
     if not isinstance(data, dict):
@@ -101,6 +99,40 @@ def read_definition_file(path: Path) -> dict[str, Any]:
             [Problem(where, f"top level must be a mapping of fields, not a {kind}")], "cannot parse definition"
         )
     return data
+
+
+def _parse_bounded(path: Path, limits: InputLimits) -> Any:
+    """The parsed file; JobDefinitionError when unreadable or malformed, InputLimitError past a limit."""
+    import yaml
+
+    from airflow_hetero.definition import input_limits
+
+    where = str(path)
+    try:
+        text = input_limits.read_bounded(path, limits)
+    except FileNotFoundError:
+        raise JobDefinitionError([Problem(where, "file not found")], "cannot read definition") from None
+    except IsADirectoryError:
+        raise JobDefinitionError([Problem(where, "is a directory, not a file")], "cannot read definition") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise JobDefinitionError([Problem(where, f"cannot be read: {err}")], "cannot read definition") from None
+    try:
+        if path.suffix.lower() == ".json":
+            input_limits.scan_json(text, limits)
+            return json.loads(text, object_pairs_hook=_unique_json_keys, parse_int=input_limits.bounded_int(limits))
+        input_limits.scan_yaml(text, limits)
+        loader = _unique_keys_loader()(text)  # a SafeLoader subclass
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            input_limits.check_node_graph(node, limits)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, json.JSONDecodeError, _DuplicateKeyError) as err:
+        detail = _syntax_detail(err)
+        raise JobDefinitionError([Problem(where, f"syntax error: {detail}")], "cannot parse definition") from None
 
 
 class _DuplicateKeyError(ValueError):

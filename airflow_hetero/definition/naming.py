@@ -1,8 +1,12 @@
 """Training-job names: SageMaker's pattern and length, and stable names for Airflow retries.
 
-A name derived for a task instance is ``<base>-<hash8>`` where the hash covers dag_id,
+A name derived for a task instance is ``<base>-<hash>`` where the hash covers dag_id,
 task_id, run_id and map index, so a retry of the same task instance finds the job its
-earlier try started. When that job failed, the next one is ``<base>-<hash8>-<n>``.
+earlier try started. When that job failed, the next one is ``<base>-<hash>-<n>``. The hash takes
+every character the 63-character limit leaves after the base and the longest retry suffix
+(``-99``), in base 36: at least 8 characters (41 bits), 48 (248 bits) for an 11-character base.
+The name alone is still never trusted: a job is re-attached only when its identity tags match
+(:mod:`airflow_hetero.hooks.identity`).
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ import hashlib
 import re
 
 MAX_JOB_NAME = 63
-#: ``-<8 hex>-<up to 2 digits>``: the longest suffix airflow-hetero appends to base_job_name.
-SUFFIX_LENGTH = 12
+#: Fewest hash characters a derived name carries (``-<hash>-<up to 2 digits>`` follows the base).
+MIN_HASH_CHARS = 8
+#: ``-<at least 8 hash characters>-<up to 2 digits>``: the shortest suffix airflow-hetero appends.
+SUFFIX_LENGTH = 1 + MIN_HASH_CHARS + 3
 MAX_BASE_JOB_NAME = MAX_JOB_NAME - SUFFIX_LENGTH
 MAX_ATTEMPT = 99
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
@@ -56,10 +62,35 @@ def sanitize_base(text: str) -> str:
     return cleaned or "training"
 
 
-def stable_hash(*parts: object) -> str:
-    """Eight hex characters that depend only on ``parts``."""
-    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
-    return digest[:8]
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def full_digest(*parts: object) -> str:
+    """The SHA-256 (64 hex characters) of ``parts``, joined by a separator no part contains."""
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
+
+
+def stable_hash(*parts: object, length: int = MIN_HASH_CHARS) -> str:
+    """``length`` base-36 characters (up to 49, 5.17 bits each) that depend only on ``parts``."""
+    if not 1 <= length <= 49:
+        raise ValueError(f"length must be between 1 and 49, got {length}")
+    value = int(full_digest(*parts), 16)
+    chars = []
+    for _ in range(length):
+        value, digit = divmod(value, 36)
+        chars.append(_BASE36[digit])
+    return "".join(chars)
+
+
+def hash_length(base: str) -> int:
+    """How many hash characters fit after ``base`` with room for the longest retry suffix."""
+    room = MAX_JOB_NAME - len(base) - 1 - len(f"-{MAX_ATTEMPT}")
+    return max(MIN_HASH_CHARS, min(room, 49))
+
+
+def task_key(base: str, *parts: object) -> str:
+    """The hash part of derived names for ``base``: as long as the 63-character limit allows."""
+    return stable_hash(*parts, length=hash_length(base))
 
 
 def derived_job_name(base: str, key: str, attempt: int = 0) -> str:

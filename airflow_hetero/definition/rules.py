@@ -24,6 +24,7 @@ from airflow_hetero.definition.checks import (
     MAX_HYPERPARAMETERS,
     version_tuple,
 )
+from airflow_hetero.definition.display import confusable_hint
 from airflow_hetero.definition.distribution_rules import STRATEGIES, Finding, Loc, distribution_group
 from airflow_hetero.definition.naming import MAX_BASE_JOB_NAME, check_base_job_name
 
@@ -92,6 +93,12 @@ def _cluster(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[s
                 ),
             )
         elif isinstance(name, str):
+            hint = confusable_hint(name, seen)
+            if hint:
+                yield (
+                    ("instance_groups", index, "instance_group_name"),
+                    f"group name '{name}' looks the same as another group's{hint}; rename one of them",
+                )
             seen[name] = index
 
 
@@ -117,7 +124,8 @@ def _channels(raw: Mapping[str, Any], names: list[str]) -> Iterator[Finding]:
             continue
         for name in chosen:
             if isinstance(name, str) and name not in names:
-                yield loc, f"unknown instance group '{name}'; the job's groups are: {known}"
+                hint = confusable_hint(name, names)
+                yield loc, f"unknown instance group '{name}'; the job's groups are: {known}{hint}"
         dupes = sorted({n for n in chosen if isinstance(n, str) and chosen.count(n) > 1})
         if dupes:
             yield loc, f"group {', '.join(repr(d) for d in dupes)} listed more than once"

@@ -40,9 +40,7 @@ def classify(describe: dict[str, Any]) -> JobState:
     try:
         return _STATES[str(status)]
     except KeyError:
-        raise ValueError(
-            f"Unknown TrainingJobStatus {status!r} for job {describe.get('TrainingJobName')}"
-        ) from None
+        raise ValueError(f"Unknown TrainingJobStatus {status!r} for job {describe.get('TrainingJobName')}") from None
 
 
 class TrainingJobError(AirflowException):
@@ -65,6 +63,32 @@ class TrainingJobStoppedError(TrainingJobError):
 
 class TrainingJobTimeoutError(TrainingJobError):
     """The job did not finish within the allowed time; it was asked to stop."""
+
+
+class TrainingJobLimitError(TrainingJobStoppedError):
+    """SageMaker stopped the job at one of its own limits (MaxRuntimeInSeconds, MaxWaitTimeInSeconds)."""
+
+
+#: SecondaryStatus of a job SageMaker stopped at a limit -> (StoppingCondition field, what it bounds).
+LIMIT_STATUSES = {
+    "MaxRuntimeExceeded": ("MaxRuntimeInSeconds", "its maximum run time"),
+    "MaxWaitTimeExceeded": ("MaxWaitTimeInSeconds", "its maximum wait time for spot capacity plus run time"),
+}
+
+
+def limit_message(describe: dict[str, Any]) -> str | None:
+    """``... exceeded MaxRuntimeInSeconds = 7200 s ...`` for a job stopped at a limit, else None."""
+    secondary = describe.get("SecondaryStatus")
+    if secondary not in LIMIT_STATUSES:
+        return None
+    field, meaning = LIMIT_STATUSES[str(secondary)]
+    value = (describe.get("StoppingCondition") or {}).get(field)
+    shown = f"{value} s" if value is not None else "not reported"
+    knob = "max_run" if field == "MaxRuntimeInSeconds" else "max_wait"
+    return (
+        f"Training job {describe.get('TrainingJobName')} was stopped by SageMaker ({secondary}): it exceeded "
+        f"{meaning}, {field} = {shown}; raise {knob} in the definition if it needs longer"
+    )
 
 
 def instance_groups_of(describe: dict[str, Any]) -> list[dict[str, Any]]:
@@ -138,8 +162,10 @@ def resolve_outcome(describe: dict[str, Any], *, fail_on_stopped: bool = True) -
     if state == "succeeded":
         return result_dict(describe)
     if state == "failed":
+        limit = limit_message(describe)
         raise TrainingJobFailedError(
-            f"Training job {name} ended {status}: {reason or 'no FailureReason given'}",
+            f"Training job {name} ended {status}: {reason or 'no FailureReason given'}"
+            + (f". {limit}" if limit else ""),
             job_name=name,
             status=status,
             failure_reason=reason,
@@ -147,6 +173,14 @@ def resolve_outcome(describe: dict[str, Any], *, fail_on_stopped: bool = True) -
     if state == "stopped":
         if not fail_on_stopped:
             return result_dict(describe)
+        limit = limit_message(describe)
+        if limit is not None:
+            raise TrainingJobLimitError(
+                limit + " (pass fail_on_stopped=False to accept a stopped job)",
+                job_name=name,
+                status=status,
+                failure_reason=reason,
+            )
         raise TrainingJobStoppedError(
             f"Training job {name} was stopped"
             + (f": {reason}" if reason else "")

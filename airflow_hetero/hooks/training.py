@@ -5,6 +5,11 @@ role assumption and ``endpoint_url`` from the connection extra behave exactly as
 provider; the extra clients (CloudWatch Logs, CloudWatch, S3) come from the same session and
 connection, so they reach the same region and endpoint. Calls used while polling retry transient
 errors (throttling, 5xx, dropped connections) with bounded backoff; permanent errors surface.
+
+CreateTrainingJob is the one call that is never retried blindly: it goes through a client whose
+botocore retries are off, and after any ambiguous outcome (timeout, reset, 5xx, ``ResourceInUse``)
+the job is looked up by name and adopted when its identity matches the task's
+(:mod:`airflow_hetero.hooks.identity`); the request is sent again only when no such job exists.
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ from typing import Any, Protocol
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_transient
+from airflow_hetero.hooks.identity import identity_in_describe, identity_in_tags
 from airflow_hetero.hooks.outcome import JobState, classify
+
+#: botocore retries for the CreateTrainingJob client: one attempt, the hook decides what follows.
+NO_RETRIES = {"total_max_attempts": 1}
 
 
 def is_not_found(exc: BaseException) -> bool:
@@ -38,6 +47,17 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     if not bucket or not key:
         raise ValueError(f"S3 URI needs a bucket and a key: {uri!r}")
     return bucket, key
+
+
+class JobNameTakenError(Exception):
+    """A job of this name exists but belongs to another task instance (or to nobody we know)."""
+
+    def __init__(self, name: str, found: str | None) -> None:
+        super().__init__(
+            f"Training job name {name} is taken by a job with another identity ({found or 'no identity tags'})"
+        )
+        self.name = name
+        self.found = found
 
 
 class AwsTaskArgs(Protocol):
@@ -97,6 +117,20 @@ class HeteroTrainingHook(AwsBaseHook):
         )
 
     @cached_property
+    def create_client(self) -> Any:
+        """SageMaker client for CreateTrainingJob only: botocore's own retries off (see module doc)."""
+        from botocore.config import Config
+
+        config = self._get_config() or Config()
+        session = self.get_session(region_name=self.region_name)
+        return session.client(
+            service_name="sagemaker",
+            endpoint_url=self.conn_config.get_service_endpoint_url(service_name="sagemaker"),
+            config=config.merge(Config(retries=NO_RETRIES)),
+            verify=self.verify,
+        )
+
+    @cached_property
     def logs_client(self) -> Any:
         """CloudWatch Logs client (same region, endpoint and credentials as the SageMaker client)."""
         return self.service_client("logs")
@@ -117,29 +151,53 @@ class HeteroTrainingHook(AwsBaseHook):
         """Call a boto3 method, retrying transient errors per ``retry_policy``."""
         return call_with_retry(fn, policy=self.retry_policy, what=what, **kwargs)
 
-    def create_training_job(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Submit ``request`` (CreateTrainingJob kwargs) and return the service's answer.
+    def create_training_job(self, request: dict[str, Any], *, identity: str | None = None) -> dict[str, Any]:
+        """Submit ``request`` (CreateTrainingJob kwargs) exactly once; return the service's answer.
 
-        A transient error leaves it unknown whether the job was created, so before sending again
-        the job is looked up by name: it is never submitted twice.
+        Each attempt is one HTTP request (botocore retries off). After an ambiguous outcome
+        (throttling, 5xx, timeout, reset, ``ResourceInUse``) the job is looked up by name: a job
+        whose identity digest equals ``identity`` (any job when ``identity`` is None) is adopted
+        (answer has ``"Adopted": True``); a job with another identity raises
+        :class:`JobNameTakenError`; only when no job exists is the request sent again, up to
+        ``retry_policy.max_attempts`` attempts in all.
         """
         name = request["TrainingJobName"]
         attempt = 1
         while True:
             try:
-                return dict(self.conn.create_training_job(**request))
+                return dict(self.create_client.create_training_job(**request))
             except Exception as exc:
-                if not is_transient(exc) or attempt >= self.retry_policy.max_attempts:
+                if not (is_transient(exc) or error_code(exc) == "ResourceInUse"):
+                    raise
+                self.log.warning("CreateTrainingJob %s: outcome unknown (%s); looking the job up by name", name, exc)
+                existing = self.find_training_job(name)
+                if existing is not None:
+                    found = self.identity_of(existing)
+                    if identity is not None and found != identity:
+                        raise JobNameTakenError(name, found) from exc
+                    self.log.warning("Training job %s exists with this task's identity: adopting it", name)
+                    return {"TrainingJobArn": existing["TrainingJobArn"], "Adopted": True}
+                if attempt >= self.retry_policy.max_attempts:
                     raise
                 delay = self.retry_policy.delay(attempt)
                 self.log.warning(
-                    "CreateTrainingJob %s: transient error, checking for the job in %.1fs: %s", name, delay, exc
+                    "Training job %s does not exist: sending CreateTrainingJob again in %.1fs", name, delay
                 )
-                time.sleep(delay)  # throttling needs room; the lookup below is retried on its own too
-                existing = self.find_training_job(name)
-                if existing is not None:
-                    return {"TrainingJobArn": existing["TrainingJobArn"]}
+                time.sleep(delay)
                 attempt += 1
+
+    def identity_of(self, describe: dict[str, Any]) -> str | None:
+        """The identity digest of a described job: its Environment, else its tags (ListTags)."""
+        found = identity_in_describe(describe)
+        if found is not None or not describe.get("TrainingJobArn"):
+            return found
+        arn = describe["TrainingJobArn"]
+        try:
+            answer = self.call(self.conn.list_tags, f"ListTags {arn}", ResourceArn=arn)
+        except Exception as exc:  # unknown identity counts as another one: never re-attached
+            self.log.warning("Could not read the tags of %s: %s", arn, exc)
+            return None
+        return identity_in_tags(list(answer.get("Tags") or ()))
 
     def describe_training_job(self, name: str) -> dict[str, Any]:
         """DescribeTrainingJob, with transient errors retried."""

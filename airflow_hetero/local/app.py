@@ -6,6 +6,13 @@ into ``ClientError`` with that code. Everything else (S3, CloudWatch Logs, Cloud
 other SageMaker actions) goes to moto's ``DomainDispatcherApplication``, the same app moto's own
 server runs, which routes by the request's signing scope.
 
+SageMaker actions this endpoint does not emulate are answered by moto where moto has them (models,
+endpoints, ...); when moto fails or lacks one, or when it concerns training jobs (UpdateTrainingJob,
+...), the answer is a 400 ``ValidationException`` naming the action, never a 5xx that clients
+retry. Tag actions on training-job ARNs are answered here (:mod:`.tagging`).
+
+:class:`BodyLimit` answers 413 to a request body over the endpoint's cap before reading any of it.
+
 In front of both sits :class:`RequestGuard`: a request a web browser could send on a page's
 behalf (it carries ``Origin`` or a cross-site ``Sec-Fetch-Site``, or names another ``Host``, as
 after DNS rebinding) is refused with 403 before any handler or moto sees it, because any
@@ -14,6 +21,7 @@ after DNS rebinding) is refused with 403 before any handler or moto sees it, bec
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
@@ -22,8 +30,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from xml.sax.saxutils import escape
 
+from airflow_hetero.local import tagging
 from airflow_hetero.local.clients import DEFAULT_REGION
-from airflow_hetero.local.errors import ServiceError
+from airflow_hetero.local.errors import ServiceError, validation
 from airflow_hetero.local.service import TrainingService
 
 log = logging.getLogger(__name__)
@@ -37,6 +46,11 @@ ANY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 #: ``Sec-Fetch-Site`` values of requests a browser makes on its own or for a page of this endpoint.
 _OWN_FETCH_SITES = frozenset({"none", "same-origin"})
+#: Default cap on a request body: 64 MiB (boto3 and the AWS CLI upload bigger files in 8 MiB parts).
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: How much of a refused body is read and dropped so the client sees the 413 (the rest is cut off).
+DRAIN_BYTES = 1024 * 1024 * 1024
+_TAG_ACTIONS = ("AddTags", "ListTags", "DeleteTags")
 
 
 def moto_app() -> WSGIApp:
@@ -59,37 +73,65 @@ class EndpointApp:
     def __init__(self, service: TrainingService, fallback: WSGIApp) -> None:
         self.service = service
         self.fallback = fallback
+        store = service.store
         self.actions: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
             "CreateTrainingJob": service.create,
             "DescribeTrainingJob": lambda body, _region: service.describe(body),
             "StopTrainingJob": lambda body, _region: service.stop(body),
             "ListTrainingJobs": lambda body, _region: service.list(body),
+            "AddTags": lambda body, _region: tagging.add_tags(store, body),
+            "ListTags": lambda body, _region: tagging.list_tags(store, body),
+            "DeleteTags": lambda body, _region: tagging.delete_tags(store, body),
         }
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         prefix, _, action = environ.get("HTTP_X_AMZ_TARGET", "").partition(".")
-        handler = self.actions.get(action) if prefix == "SageMaker" else None
-        if handler is None:
+        if prefix != "SageMaker":
             return self.fallback(environ, start_response)
         try:
             body = self._body(environ)
+            handler = self._handler(action, body)
+            if handler is None:
+                return self._moto_sagemaker(action, body, environ, start_response)
             status, payload = 200, handler(body, request_region(environ))
         except ServiceError as err:
             status, payload = err.status, {"__type": err.code, "message": err.message}
         except Exception as exc:
             log.exception("SageMaker.%s failed", action)
             status, payload = 500, {"__type": "InternalFailure", "message": f"Local endpoint error: {exc!r}"}
-        data = json.dumps(payload).encode("utf-8")
-        reason = {200: "OK", 400: "Bad Request", 500: "Internal Server Error"}.get(status, "Error")
-        start_response(
-            f"{status} {reason}",
-            [
-                ("Content-Type", _CONTENT_TYPE),
-                ("Content-Length", str(len(data))),
-                ("x-amzn-RequestId", str(uuid.uuid4())),
-            ],
-        )
-        return [data]
+        return _json_answer(start_response, status, payload)
+
+    def _handler(self, action: str, body: dict[str, Any]) -> Callable[[dict[str, Any], str], dict[str, Any]] | None:
+        """This endpoint's handler of ``action``; None for moto. Training-job actions it lacks are refused."""
+        if action in _TAG_ACTIONS:
+            return self.actions[action] if tagging.training_job_of(body.get("ResourceArn")) else None
+        handler = self.actions.get(action)
+        if handler is None and "TrainingJob" in action:
+            raise not_emulated(action, "training jobs are run by this endpoint, which has no such action")
+        return handler
+
+    def _moto_sagemaker(
+        self, action: str, body: dict[str, Any], environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        """moto's answer to SageMaker ``action``, or a 400 naming the action when moto fails (5xx or error)."""
+        raw = json.dumps(body).encode("utf-8")
+        environ = {**environ, "wsgi.input": io.BytesIO(raw), "CONTENT_LENGTH": str(len(raw))}
+        captured: list[Any] = []
+
+        def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], Any]:
+            captured[:] = [status, headers]
+            return lambda _data: None
+
+        try:
+            answer = b"".join(self.fallback(environ, capture))
+        except Exception as exc:
+            log.warning("moto failed on SageMaker.%s: %r", action, exc)
+            captured = []
+        if not captured or captured[0].startswith("5"):
+            err = not_emulated(action, "neither this endpoint nor moto can answer it")
+            return _json_answer(start_response, err.status, {"__type": err.code, "message": err.message})
+        start_response(captured[0], captured[1])
+        return [answer]
 
     @staticmethod
     def _body(environ: dict[str, Any]) -> dict[str, Any]:
@@ -107,6 +149,113 @@ class EndpointApp:
         if not isinstance(body, dict):
             raise ServiceError("SerializationException", "Request body must be a JSON object")
         return body
+
+
+def not_emulated(action: str, why: str) -> ServiceError:
+    """The 400 answer to a SageMaker action the local endpoint does not emulate."""
+    return validation(f"SageMaker.{action} is not emulated by the airflow-hetero local endpoint ({why}).")
+
+
+def _json_answer(start_response: Callable[..., Any], status: int, payload: dict[str, Any]) -> Iterable[bytes]:
+    data = json.dumps(payload).encode("utf-8")
+    reasons = {200: "OK", 400: "Bad Request", 413: "Content Too Large", 500: "Internal Server Error"}
+    reason = reasons.get(status, "Error")
+    start_response(
+        f"{status} {reason}",
+        [
+            ("Content-Type", _CONTENT_TYPE),
+            ("Content-Length", str(len(data))),
+            ("x-amzn-RequestId", str(uuid.uuid4())),
+        ],
+    )
+    return [data]
+
+
+def _error_answer(
+    environ: dict[str, Any], start_response: Callable[..., Any], status: str, code: str, message: str
+) -> Iterable[bytes]:
+    """An error in the protocol of the request: JSON for ``X-Amz-Target`` ones, AWS's XML for the rest."""
+    request_id = str(uuid.uuid4())
+    if environ.get("HTTP_X_AMZ_TARGET"):  # JSON protocol: botocore reads __type and message
+        data = json.dumps({"__type": code, "message": message}).encode("utf-8")
+        content_type = _CONTENT_TYPE
+    else:  # the query protocols (IAM, STS) and S3 both read this XML shape
+        data = (
+            f"<ErrorResponse><Error><Type>Sender</Type><Code>{escape(code)}</Code>"
+            f"<Message>{escape(message)}</Message></Error><RequestId>{request_id}</RequestId></ErrorResponse>"
+        ).encode()
+        content_type = "application/xml"
+    start_response(
+        status,
+        [("Content-Type", content_type), ("Content-Length", str(len(data))), ("x-amzn-RequestId", request_id)],
+    )
+    return [data]
+
+
+class BodyLimit:
+    """Answers 413 to a request whose body exceeds ``max_bytes``, without reading it into memory.
+
+    A declared ``Content-Length`` over the cap is refused without keeping any of it; a chunked body
+    is read up to the cap and refused as soon as it goes beyond. The rest of the body is read and
+    dropped in 1 MiB pieces (up to ``DRAIN_BYTES``) so that the client, which may already be sending
+    it after the server's ``100 Continue``, reads the 413 instead of a reset connection; then the
+    connection is closed.
+    """
+
+    def __init__(self, app: WSGIApp, max_bytes: int = MAX_REQUEST_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        declared = environ.get("CONTENT_LENGTH")
+        try:
+            length = int(declared) if declared else None
+        except ValueError:
+            length = None
+        if length is not None and length > self.max_bytes:
+            return self._refuse(environ, start_response, f"{length} bytes", min(length, DRAIN_BYTES))
+        if length is None and "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+            data = environ["wsgi.input"].read(self.max_bytes + 1)
+            if len(data) > self.max_bytes:
+                return self._refuse(environ, start_response, f"more than {self.max_bytes} bytes", DRAIN_BYTES)
+            environ = {**environ, "wsgi.input": io.BytesIO(data), "CONTENT_LENGTH": str(len(data))}
+        return self.app(environ, start_response)
+
+    def _refuse(
+        self, environ: dict[str, Any], start_response: Callable[..., Any], size: str, drain: int
+    ) -> Iterable[bytes]:
+        log.warning("refused a %s request body to %s", size, environ.get("PATH_INFO"))
+        _drain(environ["wsgi.input"], drain)  # the server's input may be the socket itself: never read past the body
+        message = (
+            f"The request body ({size}) exceeds the airflow-hetero local endpoint's limit of {self.max_bytes} "
+            "bytes. Upload large objects in parts (boto3 upload_file and the AWS CLI do), or start the endpoint "
+            "with a higher --max-request-bytes."
+        )
+        return _error_answer(
+            environ, _closing(start_response), "413 Content Too Large", "RequestEntityTooLarge", message
+        )
+
+
+def _drain(stream: Any, limit: int) -> None:
+    """Read and drop up to ``limit`` bytes of ``stream`` in 1 MiB pieces."""
+    left = limit
+    while left > 0:
+        try:
+            piece = stream.read(min(left, 1 << 20))
+        except (OSError, ValueError):
+            return
+        if not piece:
+            return
+        left -= len(piece)
+
+
+def _closing(start_response: Callable[..., Any]) -> Callable[..., Any]:
+    """``start_response`` that adds ``Connection: close`` (the unread body must not be parsed as a request)."""
+
+    def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        return start_response(status, [*headers, ("Connection", "close")])
+
+    return start
 
 
 def allowed_hosts(bind_host: str, port: int) -> frozenset[str]:
@@ -172,21 +321,9 @@ class RequestGuard:
             reason,
         )
         message = f"Refused by the airflow-hetero local endpoint: {reason}."
-        request_id = str(uuid.uuid4())
-        if environ.get("HTTP_X_AMZ_TARGET"):  # JSON protocol: botocore reads __type and message
-            data = json.dumps({"__type": "AccessDeniedException", "message": message}).encode("utf-8")
-            content_type = _CONTENT_TYPE
-        else:  # the query protocols (IAM, STS) and S3 both read this XML shape
-            data = (
-                "<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code>"
-                f"<Message>{escape(message)}</Message></Error><RequestId>{request_id}</RequestId></ErrorResponse>"
-            ).encode()
-            content_type = "application/xml"
-        start_response(
-            "403 Forbidden",
-            [("Content-Type", content_type), ("Content-Length", str(len(data))), ("x-amzn-RequestId", request_id)],
-        )
-        return [data]
+        json_protocol = bool(environ.get("HTTP_X_AMZ_TARGET"))
+        code = "AccessDeniedException" if json_protocol else "AccessDenied"
+        return _error_answer(environ, start_response, "403 Forbidden", code, message)
 
 
 def _without_cors(start_response: Callable[..., Any]) -> Callable[..., Any]:

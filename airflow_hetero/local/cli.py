@@ -44,6 +44,24 @@ def _add_serve(subparsers: Any) -> argparse.ArgumentParser:
         help="bind address (default 127.0.0.1; anything else exposes code execution)",
     )
     serve.add_argument("--seed", type=int, default=0, help="seed of the host-to-group shuffle")
+    serve.add_argument(
+        "--max-hosts",
+        type=int,
+        default=32,
+        help="hosts running at once over all jobs (default 32); a create beyond it answers ResourceLimitExceeded",
+    )
+    serve.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        help="largest request body (default 64 MiB; 413 beyond)",
+    )
+    serve.add_argument(
+        "--max-source-bytes", type=int, default=1 << 30, help="bytes a source tarball may extract to (default 1 GiB)"
+    )
+    serve.add_argument(
+        "--max-channel-bytes", type=int, default=8 << 30, help="bytes a channel may bring to one host (default 8 GiB)"
+    )
     serve.set_defaults(handler=serve_command)
     return serve
 
@@ -83,7 +101,16 @@ def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
             f"WARNING: binding to {args.host}: anyone who can reach it can run code on this "
             "machine (training jobs run their scripts here).\n"
         )
-    endpoint = LocalEndpoint(workdir=args.workdir or default_workdir(), port=args.port, host=args.host, seed=args.seed)
+    endpoint = LocalEndpoint(
+        workdir=args.workdir or default_workdir(),
+        port=args.port,
+        host=args.host,
+        seed=args.seed,
+        max_hosts=args.max_hosts,
+        max_request_bytes=args.max_request_bytes,
+        max_source_bytes=args.max_source_bytes,
+        max_channel_bytes=args.max_channel_bytes,
+    )
     done = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

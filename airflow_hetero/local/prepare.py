@@ -56,33 +56,41 @@ def entry_point(hyperparameters: dict[str, str]) -> tuple[str, str]:
     return program, source
 
 
-def fetch_source(s3: Any, source: str, staging: Path) -> None:
-    """Download the source tarball and extract it, safely, into ``staging``."""
+def fetch_source(s3: Any, source: str, staging: Path, max_bytes: int = 1 << 30) -> None:
+    """Download the source tarball and extract it, safely and at most ``max_bytes``, into ``staging``."""
     from botocore.exceptions import ClientError
 
     try:
         data = fetch(s3, source)
     except (ClientError, TransferError) as exc:
         raise JobFailure(f"ClientError: Could not download the source tarball {source}: {exc}") from exc
-    _extract(data, source, staging)
+    _extract(data, source, staging, max_bytes)
 
 
-def _extract(data: bytes, source: str, dest: Path) -> None:
+def _extract(data: bytes, source: str, dest: Path, max_bytes: int) -> None:
     try:
-        safe_extract(data, dest)
+        safe_extract(data, dest, max_bytes)
     except TransferError as exc:
         raise JobFailure(f"ClientError: The source tarball {source} was refused: {exc}. No host was started.") from exc
 
 
 def prepare_hosts(
-    *, record: dict[str, Any], cluster: Cluster, s3: Any, job_dir: Path, check_interrupt: Callable[[], None]
+    *,
+    record: dict[str, Any],
+    cluster: Cluster,
+    s3: Any,
+    job_dir: Path,
+    check_interrupt: Callable[[], None],
+    max_source_bytes: int = 1 << 30,
+    max_channel_bytes: int = 8 << 30,
 ) -> str:
     """Lay out every host, download its channels, put the source in its code dir; return the entry point.
 
     The source is an S3 tarball (checked and extracted once, then copied to every host) or, as the
     SDK submits it under network isolation, a path below ``/opt/ml/`` that a channel delivers (read
     from each host's own layout). ``check_interrupt`` is called between steps so a stop or timeout
-    is honoured during downloads.
+    is honoured during downloads. A source extracting to more than ``max_source_bytes``, or a
+    channel bringing more than ``max_channel_bytes`` to one host, fails the job with a reason.
     """
     from botocore.exceptions import ClientError
 
@@ -91,7 +99,7 @@ def prepare_hosts(
     staging: Path | None = None
     if source.startswith("s3://"):
         staging = job_dir / "source"
-        fetch_source(s3, source, staging)
+        fetch_source(s3, source, staging, max_source_bytes)
     elif not source.startswith(CONTAINER_ROOT):
         raise JobFailure(
             f"ClientError: sagemaker_submit_directory must be an s3:// URI or a path under {CONTAINER_ROOT}, "
@@ -120,16 +128,23 @@ def prepare_hosts(
                     shard_index=peers.index(host.name),
                     shard_count=len(peers),
                     sharded=s3_source.get("S3DataDistributionType") == "ShardedByS3Key",
+                    max_bytes=max_channel_bytes,
                 )
             except (ClientError, TransferError) as exc:
                 raise JobFailure(f"ClientError: Channel {channel['ChannelName']}: {exc}") from exc
         if staging is not None:
-            shutil.copytree(staging, host.code_dir, dirs_exist_ok=True, symlinks=True)
+            try:
+                shutil.copytree(staging, host.code_dir, dirs_exist_ok=True, symlinks=True)
+            except (OSError, shutil.Error) as exc:
+                raise JobFailure(
+                    f"ClientError: Could not copy the source to host {host.name}: {exc}. "
+                    "The disk holding the endpoint's workdir is probably full."
+                ) from exc
         else:
             local = host.base_dir / source[len(CONTAINER_ROOT) :]
             if not local.is_file():
                 raise JobFailure(f"ClientError: The source tarball {source} is not on host {host.name}.")
-            _extract(local.read_bytes(), source, host.code_dir)
+            _extract(local.read_bytes(), source, host.code_dir, max_source_bytes)
         if not (host.code_dir / program).is_file():
             raise JobFailure(f"ClientError: The entry point {program} is not in the source tarball {source}.")
     return program

@@ -1,11 +1,15 @@
 """One host as a local process: start it in its own process group, read its output, end it.
 
-Every host runs in a new session so that stopping the job can signal the whole process group
-(the entry point and anything it spawned): SIGTERM first, as SageMaker does, SIGKILL after a grace
-period. Output is read line by line from both pipes into the host's log file and the log shipper;
-the last stderr lines are kept for the job's FailureReason. The main process is reaped with
-``wait4`` so that the kernel's account of its CPU time is kept as :class:`HostUsage`: a host
-that lives shorter than one metrics interval still gets a CPU figure.
+Every host runs in a new session under :mod:`airflow_hetero.local.hostshim`, a child subreaper, so
+every process the entry point starts stays in the host's process tree, even one that called
+``setsid()``. Stopping the job sends SIGTERM to the group and the tree, as SageMaker does, then
+after a grace period freezes the whole tree (SIGSTOP, so nothing can fork away) and SIGKILLs it.
+Output is read line by line from both pipes into the host's log file and the log shipper; the last
+stderr lines are kept for the job's FailureReason. A log file that cannot be written (full disk)
+never stops the reader: lines still reach the log stream and :attr:`HostProcess.write_error` says
+what failed. The main process is reaped with ``wait4`` so that the kernel's account of its CPU
+time is kept as :class:`HostUsage`: a host that lives shorter than one metrics interval still gets
+a CPU figure.
 """
 
 from __future__ import annotations
@@ -15,15 +19,54 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 LineSink = Callable[[str, int], None]
 """Receives each output line and its timestamp in milliseconds."""
+
+SHIM = Path(__file__).with_name("hostshim.py")
+#: Rounds of freezing a process tree before it is killed (a tree still growing after this is killed as seen).
+_FREEZE_ROUNDS = 20
+
+
+def tree(pid: int) -> list[Any]:
+    """psutil processes of ``pid`` and all its living descendants (empty when it is gone)."""
+    import psutil
+
+    try:
+        leader = psutil.Process(pid)
+        return [leader, *leader.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def kill_tree(pid: int) -> int:
+    """Freeze ``pid`` and every descendant (SIGSTOP until no new process appears), then SIGKILL them all.
+
+    Freezing first means no process can fork or re-parent a child away while the tree is killed.
+    Returns how many processes were killed.
+    """
+    import psutil
+
+    frozen: dict[int, Any] = {}
+    for _ in range(_FREEZE_ROUNDS):
+        fresh = [p for p in tree(pid) if p.pid not in frozen]
+        if not fresh:
+            break
+        for proc in fresh:
+            with contextlib.suppress(psutil.Error):
+                proc.suspend()
+            frozen[proc.pid] = proc
+    for proc in frozen.values():
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    return len(frozen)
 
 
 @dataclass(frozen=True)
@@ -59,18 +102,30 @@ class HostProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.usage: HostUsage | None = None
         """Set once the main process has been reaped (None while it runs)."""
+        self.write_error: OSError | None = None
+        """The first error writing the host's log file (a full disk), None while all is well."""
 
     def write_line(self, line: str, timestamp_ms: int | None = None) -> None:
-        """Record a line as host output (log file and log stream), e.g. the start-up banner."""
+        """Record a line as host output (log file and log stream), e.g. the start-up banner.
+
+        A failing log file (full disk) is noted in :attr:`write_error`; the line still goes to the sink.
+        """
         stamp = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
-        with self._file_lock, self._log_file.open("a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        if self.write_error is None:
+            try:
+                self._append(line)
+            except OSError as exc:
+                self.write_error = exc
         self._sink(line, stamp)
 
+    def _append(self, line: str) -> None:
+        with self._file_lock, self._log_file.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
     def start(self) -> int:
-        """Start the process in a new session; return its pid (= its process group id)."""
+        """Start the process (under the host shim) in a new session; return its pid (= its group id)."""
         self.proc = subprocess.Popen(
-            self.command,
+            [sys.executable, str(SHIM), "--", *self.command],
             cwd=self._cwd,
             env=self._env,
             stdin=subprocess.DEVNULL,
@@ -86,15 +141,21 @@ class HostProcess:
         return self.proc.pid
 
     def _read(self, stream: IO[bytes], is_err: bool) -> None:
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            if is_err and line.strip():
-                self._stderr_tail.append(line)
-            if line.strip():
-                self._output_tail.append(line)
-            self.write_line(line)
-        stream.close()
-        self._output_closed.append(time.time())
+        try:
+            for raw in iter(stream.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if is_err and line.strip():
+                    self._stderr_tail.append(line)
+                if line.strip():
+                    self._output_tail.append(line)
+                try:
+                    self.write_line(line)
+                except Exception as exc:  # a failing sink must not stall the host on a full pipe
+                    if self.write_error is None:
+                        self.write_error = OSError(f"could not record output: {exc!r}")
+        finally:
+            stream.close()
+            self._output_closed.append(time.time())
 
     @property
     def pid(self) -> int:
@@ -145,20 +206,25 @@ class HostProcess:
         return lines[-count:]
 
     def signal_group(self, signum: int) -> None:
-        """Send ``signum`` to the host's whole process group (ignored when it is gone)."""
-        if self.proc is None:
+        """Send ``signum`` to the host's process group and to the shim (which passes it to the whole tree)."""
+        if self.proc is None or self.proc.returncode is not None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signum)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.proc.pid, signum)
 
     def terminate(self, grace: float) -> None:
-        """SIGTERM the group, SIGKILL it after ``grace`` seconds, reap the process, drain the pipes."""
+        """SIGTERM the host, kill its whole tree after ``grace`` seconds, reap it, drain the pipes."""
         if self.proc is None:
             return
         if self.poll() is None:
             self.signal_group(signal.SIGTERM)
             self._wait(grace)
-        self.signal_group(signal.SIGKILL)  # children left behind by an exited leader, too
+        if self.proc.returncode is None:  # still unreaped: its tree is still reachable from it
+            kill_tree(self.proc.pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # a group member the tree walk did not see
         self._reap(block=True)
         self.join_output()
 

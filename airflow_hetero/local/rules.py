@@ -9,6 +9,7 @@ message that says so, instead of failing later in a confusing way.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,12 @@ def _check_resources(request: dict[str, Any]) -> list[str]:
 def _check_channels(request: dict[str, Any], group_names: list[str]) -> None:
     channels = request.get("InputDataConfig") or []
     names = [c["ChannelName"] for c in channels]
+    unsafe = sorted({n for n in names if n in (".", "..") or "/" in n or "\\" in n or "\x00" in n})
+    if unsafe:
+        raise validation(
+            f"Channel names {_listing(unsafe)} are not safe directory names: each channel becomes "
+            "/opt/ml/input/data/<ChannelName>, so '.' and '..' are refused"
+        )
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise validation(f"Channel names must be unique within a training job: {_listing(duplicates)}")
@@ -129,6 +136,16 @@ def _check_channels(request: dict[str, Any], group_names: list[str]) -> None:
         )
 
 
+def _check_metric_definitions(request: dict[str, Any]) -> None:
+    for definition in request["AlgorithmSpecification"].get("MetricDefinitions") or []:
+        try:
+            re.compile(definition["Regex"])
+        except re.error as exc:
+            raise validation(
+                f"MetricDefinitions: the regular expression of metric {definition['Name']} is not valid: {exc}"
+            ) from exc
+
+
 def validate_create(request: dict[str, Any]) -> None:
     """Raise the service's ``ValidationException`` for a CreateTrainingJob request SageMaker refuses.
 
@@ -141,5 +158,6 @@ def validate_create(request: dict[str, Any]) -> None:
         raise validation("The local endpoint does not support Pipe input mode")
     group_names = _check_resources(request)
     _check_channels(request, group_names)
+    _check_metric_definitions(request)
     if not request["OutputDataConfig"]["S3OutputPath"].startswith("s3://"):
         raise validation("The local endpoint supports only s3:// output paths")

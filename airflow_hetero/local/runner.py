@@ -2,9 +2,11 @@
 
 InProgress with SecondaryStatus Starting -> Downloading -> Training -> Uploading -> Completed, each
 transition recorded with SageMaker's status message. A host exiting non-zero fails the job (the
-others are terminated); StopTrainingJob and MaxRuntimeInSeconds terminate every host (process
-groups: SIGTERM, then SIGKILL after a grace period) and end the job Stopped. The hosts' model
-directories are merged into ``<S3OutputPath>/<job>/output/model.tar.gz``.
+others are terminated); StopTrainingJob and MaxRuntimeInSeconds terminate every host (SIGTERM to
+each host's group and tree, then, after one shared grace period, its whole tree is killed) and end
+the job Stopped. A host whose output cannot be recorded (full disk) fails the job. Each output line
+also feeds the job's metric definitions (:mod:`.algometrics`). The hosts' model directories are
+merged into ``<S3OutputPath>/<job>/output/model.tar.gz``.
 """
 
 from __future__ import annotations
@@ -12,10 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
-import shlex
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_hetero.local import smenv
-from airflow_hetero.local.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
+from airflow_hetero.local.algometrics import MetricMatcher
+from airflow_hetero.local.clients import Clients
+from airflow_hetero.local.hostenv import command, host_environment, install_resolver
 from airflow_hetero.local.layout import Cluster, Host
 from airflow_hetero.local.logship import LogShipper, stream_name
 from airflow_hetero.local.metrics import MetricsSampler
@@ -34,7 +35,6 @@ from airflow_hetero.local.transfer import has_files, join_uri, tar_directories, 
 
 log = logging.getLogger(__name__)
 
-_INHERIT_DROP = ("SM_", "AWS_", "SAGEMAKER_", "AIRFLOW_HETERO_", "TRAINING_JOB_")
 MAX_FAILURE_REASON = 1024
 
 
@@ -47,6 +47,12 @@ class RunOptions:
     metrics_interval: float = 5.0
     log_flush_interval: float = 1.0
     poll_interval: float = 0.1
+    max_hosts: int = 32
+    """Hosts running at once over all jobs; a create beyond it answers ResourceLimitExceeded."""
+    max_source_bytes: int = 1 << 30
+    """Bytes a source tarball may extract to (per host when a channel delivers it)."""
+    max_channel_bytes: int = 8 << 30
+    """Bytes one channel may download to one host."""
 
 
 class _Interrupted(Exception):
@@ -98,6 +104,7 @@ class JobRunner:
         self._abort_reason: str | None = None
         self._deadline = float("inf")
         self._procs: dict[str, HostProcess] = {}
+        self._resolver_dir = store.job_dir(name) / "python"
         self._thread = threading.Thread(target=self._run, name=f"job-{name}", daemon=True)
 
     def start(self) -> None:
@@ -148,6 +155,8 @@ class JobRunner:
                 s3=self._s3(),
                 job_dir=self._store.job_dir(self.name),
                 check_interrupt=self._check_interrupt,
+                max_source_bytes=self._options.max_source_bytes,
+                max_channel_bytes=self._options.max_channel_bytes,
             )
             self._check_interrupt()
             self._update(
@@ -178,13 +187,15 @@ class JobRunner:
 
     def _train(self, record: dict[str, Any], program: str) -> None:
         shipper = LogShipper(self._clients.get("logs", self._region), interval=self._options.log_flush_interval)
-        sampler = MetricsSampler(
-            self._clients.get("cloudwatch", self._region), self.name, interval=self._options.metrics_interval
-        )
+        cloudwatch = self._clients.get("cloudwatch", self._region)
+        sampler = MetricsSampler(cloudwatch, self.name, interval=self._options.metrics_interval)
+        definitions = (record.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or []
+        matcher = MetricMatcher(cloudwatch, self.name, definitions, interval=self._options.log_flush_interval)
         shipper.start()
         sampler.start()
+        matcher.start()
         try:
-            self._start_hosts(record, program, shipper, sampler)
+            self._start_hosts(record, program, shipper, sampler, matcher)
             failed = self._supervise(sampler)
         finally:
             self._terminate_all()
@@ -192,6 +203,12 @@ class JobRunner:
                 sampler.finish(name, proc.usage)
             sampler.close()
             shipper.close()
+            matcher.close()
+            final = matcher.final_metrics()
+            if final:
+                self._update(lambda r: r.__setitem__("FinalMetricDataList", final))
+        if isinstance(failed, str):
+            raise JobFailure(failed)
         if failed is not None:
             host, code = failed
             raise JobFailure(failure_reason(host, code, self._error_lines(host)))
@@ -199,40 +216,17 @@ class JobRunner:
         self._upload(required=True)
         self._update(lambda r: finish(r, "Completed", "Completed", "Training job completed"))
 
-    def _host_env(self, record: dict[str, Any], host: Host, variables: dict[str, str]) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERIT_DROP)}
-        env.update(
-            {
-                "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY,
-                "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_KEY,
-                "AWS_DEFAULT_REGION": self._region,
-                "AWS_REGION": self._region,
-                "AWS_ENDPOINT_URL": self._clients.endpoint_url,
-            }
-        )
-        env.update(record.get("Environment") or {})
-        env.update(variables)
-        env.update(
-            {
-                "SAGEMAKER_BASE_DIR": str(host.base_dir),
-                "TRAINING_JOB_NAME": self.name,
-                "TRAINING_JOB_ARN": record["TrainingJobArn"],
-                "AIRFLOW_HETERO_HOST_ADDRESSES": json.dumps(self._cluster.addresses()),
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONPATH": os.pathsep.join(p for p in (str(host.code_dir), os.environ.get("PYTHONPATH")) if p),
-            }
-        )
-        return env
-
-    @staticmethod
-    def _command(program: str, args: list[str]) -> list[str]:
-        if program.endswith(".py"):
-            return [sys.executable, "--", program, *args]
-        return ["/bin/sh", "-c", f"./{shlex.quote(program)} " + " ".join(shlex.quote(a) for a in args)]
-
-    def _start_hosts(self, record: dict[str, Any], program: str, shipper: LogShipper, sampler: MetricsSampler) -> None:
+    def _start_hosts(
+        self,
+        record: dict[str, Any],
+        program: str,
+        shipper: LogShipper,
+        sampler: MetricsSampler,
+        matcher: MetricMatcher,
+    ) -> None:
         logs_dir = self._store.job_dir(self.name) / "logs"
         logs_dir.mkdir(parents=True, exist_ok=True)
+        install_resolver(self._resolver_dir)
         facts: list[dict[str, Any]] = []
         for host in self._cluster.hosts:
             self._check_interrupt()
@@ -245,20 +239,32 @@ class JobRunner:
                 job_name=self.name,
             )
             variables = smenv.env_vars(env_block)
-            command = self._command(program, smenv.user_args(env_block["hyperparameters"]))
+            launcher = smenv.launcher_env(env_block, self._cluster.addresses())
+            argv = command(program, smenv.user_args(env_block["hyperparameters"]))
             stream = stream_name(self.name, host.name, int(time.time()))
             shipper.open_stream(stream)
             proc = HostProcess(
                 host.name,
-                command,
-                env=self._host_env(record, host, variables),
+                argv,
+                env=host_environment(
+                    region=self._region,
+                    endpoint_url=self._clients.endpoint_url,
+                    request_env=record.get("Environment") or {},
+                    variables=variables,
+                    launcher=launcher,
+                    job={"TRAINING_JOB_NAME": self.name, "TRAINING_JOB_ARN": record["TrainingJobArn"]},
+                    addresses=self._cluster.addresses(),
+                    base_dir=host.base_dir,
+                    code_dir=host.code_dir,
+                    resolver_dir=self._resolver_dir,
+                ),
                 cwd=host.code_dir,
                 log_file=logs_dir / f"{host.name}.log",
-                sink=functools.partial(_emit, shipper, stream),
+                sink=functools.partial(_emit, shipper, matcher, stream),
             )
             now = time.time()
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
-            for line in smenv.startup_lines(env_block, variables, command, stamp):
+            for line in smenv.startup_lines(env_block, variables, argv, stamp):
                 proc.write_line(line)
             pid = proc.start()
             self._procs[host.name] = proc
@@ -277,11 +283,21 @@ class JobRunner:
             )
             self._store.save_hosts(self.name, facts)
 
-    def _supervise(self, sampler: MetricsSampler) -> tuple[Host, int] | None:
-        """Wait for the hosts; return (host, code) of the first failed host, None when all succeeded."""
+    def _supervise(self, sampler: MetricsSampler) -> tuple[Host, int] | str | None:
+        """Wait for the hosts; return (host, code) of the first failed host, None when all succeeded.
+
+        A host whose output could not be recorded (the disk is full) ends the job: the reason is returned.
+        """
         hosts = {h.name: h for h in self._cluster.hosts}
         ended: set[str] = set()
         while True:
+            for name, proc in self._procs.items():
+                if proc.write_error is not None:
+                    return (
+                        f"ClientError: The local endpoint could not record the output of host {name} "
+                        f"(instance group {hosts[name].group}): {proc.write_error}. The disk holding "
+                        f"{self._store.job_dir(self.name)} is probably full; free some space and run the job again."
+                    )
             codes = {name: proc.poll() for name, proc in self._procs.items()}
             for name, code in codes.items():
                 if code is not None and name not in ended:
@@ -304,12 +320,14 @@ class JobRunner:
         return self._procs[host.name].error_tail()
 
     def _terminate_all(self) -> None:
+        """SIGTERM every host at once, then kill what still runs when one shared grace period is over."""
         procs = list(self._procs.values())
         for proc in procs:
             if proc.poll() is None:
                 proc.signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + self._options.stop_grace
         for proc in procs:
-            proc.terminate(self._options.stop_grace)
+            proc.terminate(max(0.0, deadline - time.monotonic()))
 
     def _upload(self, *, required: bool) -> None:
         """Merge the hosts' model dirs into model.tar.gz (and output/data into output.tar.gz)."""
@@ -320,8 +338,8 @@ class JobRunner:
         base = join_uri(record["OutputDataConfig"]["S3OutputPath"], self.name, "output")
         model_dirs = [h.model_dir for h in self._cluster.hosts]
         data_dirs = [h.output_dir / "data" for h in self._cluster.hosts]
-        if not required and not has_files(model_dirs):
-            return
+        if not required and not any(d.is_dir() for d in model_dirs):
+            return  # ended before any host was laid out: nothing to upload
         model_uri = f"{base}/model.tar.gz"
         try:
             upload(self._s3(), model_uri, tar_directories(model_dirs))
@@ -359,8 +377,9 @@ class JobRunner:
             self._update(lambda r: finish(r, "Stopped", "Stopped", "Training job stopped"))
 
 
-def _emit(shipper: LogShipper, stream: str, line: str, timestamp_ms: int) -> None:
+def _emit(shipper: LogShipper, matcher: MetricMatcher, stream: str, line: str, timestamp_ms: int) -> None:
     shipper.emit(stream, line, timestamp_ms)
+    matcher.observe(line, timestamp_ms)
 
 
 def _create_time(pid: int) -> float | None:

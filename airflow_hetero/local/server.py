@@ -35,6 +35,9 @@ class LocalEndpoint:
     when None); ``port`` 0 picks a free port; ``host`` is the bind address (loopback unless given);
     ``seed`` makes the host-to-group shuffle repeatable. ``stop_grace``, ``metrics_interval`` and
     ``log_flush_interval`` are seconds (SIGTERM->SIGKILL grace, metric sampling, log batching).
+    Limits: ``max_request_bytes`` per request body (413 beyond), ``max_hosts`` running at once
+    (``ResourceLimitExceeded`` beyond), ``max_source_bytes`` extracted per source tarball and
+    ``max_channel_bytes`` downloaded per channel and host (the job fails beyond).
     Requests from web pages and for other ``Host`` names are refused (see
     :class:`airflow_hetero.local.app.RequestGuard`).
     """
@@ -49,14 +52,24 @@ class LocalEndpoint:
         stop_grace: float = 5.0,
         metrics_interval: float = 5.0,
         log_flush_interval: float = 1.0,
+        max_request_bytes: int = 64 * 1024 * 1024,
+        max_hosts: int = 32,
+        max_source_bytes: int = 1 << 30,
+        max_channel_bytes: int = 8 << 30,
     ) -> None:
         self._workdir_arg = Path(workdir) if workdir is not None else None
         self._port = port
         self.host = host
         self.seed = seed
         self.region = DEFAULT_REGION
+        self.max_request_bytes = max_request_bytes
         self.options = RunOptions(
-            stop_grace=stop_grace, metrics_interval=metrics_interval, log_flush_interval=log_flush_interval
+            stop_grace=stop_grace,
+            metrics_interval=metrics_interval,
+            log_flush_interval=log_flush_interval,
+            max_hosts=max_hosts,
+            max_source_bytes=max_source_bytes,
+            max_channel_bytes=max_channel_bytes,
         )
         self._workdir: Path | None = None
         self._server: Any = None
@@ -71,7 +84,7 @@ class LocalEndpoint:
         try:
             from werkzeug.serving import make_server
 
-            from airflow_hetero.local.app import EndpointApp, RequestGuard, moto_app
+            from airflow_hetero.local.app import BodyLimit, EndpointApp, RequestGuard, moto_app
             from airflow_hetero.local.service import TrainingService
 
             fallback = moto_app()
@@ -86,7 +99,7 @@ class LocalEndpoint:
             self._workdir = self._workdir_arg
             self._workdir.mkdir(parents=True, exist_ok=True)
         self.service = TrainingService(self._workdir, seed=self.seed, options=self.options)
-        app = RequestGuard(EndpointApp(self.service, fallback), self.host)
+        app = RequestGuard(BodyLimit(EndpointApp(self.service, fallback), self.max_request_bytes), self.host)
         self._server = make_server(self.host, self._port, app, threaded=True, request_handler=_QuietHandler())
         app.bind(self.port)
         self.service.attach(self.url)

@@ -1,14 +1,16 @@
 """The training-job actions: CreateTrainingJob, DescribeTrainingJob, StopTrainingJob, ListTrainingJobs.
 
-Holds the job store and the running jobs. Requests are plain dicts (the JSON 1.1 bodies) and
-answers are dicts shaped like SageMaker's, with timestamps as epoch seconds. At start-up, a job
-left InProgress or Stopping by a previous endpoint process is ended Failed with a reason saying
-why: its hosts were supervised by a process that is gone.
+Holds the job store and the running jobs; at most ``RunOptions.max_hosts`` hosts run at once, and a
+CreateTrainingJob beyond that answers ``ResourceLimitExceeded``, as SageMaker does at a quota.
+Requests are plain dicts (the JSON 1.1 bodies) and answers are dicts shaped like SageMaker's, with
+timestamps as epoch seconds. At start-up, a job left InProgress or Stopping by a previous endpoint
+process is ended Failed with a reason saying why: its hosts were supervised by a process that is gone.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import functools
 import logging
@@ -23,6 +25,7 @@ from typing import Any
 from airflow_hetero.local.clients import Clients
 from airflow_hetero.local.errors import ServiceError, not_found, validation
 from airflow_hetero.local.layout import plan_cluster
+from airflow_hetero.local.process import kill_tree
 from airflow_hetero.local.rules import instance_groups, validate_create
 from airflow_hetero.local.runner import JobRunner, RunOptions
 from airflow_hetero.local.store import TERMINAL, JobStore, add_transition, finish
@@ -67,6 +70,7 @@ class TrainingService:
         self._lock = threading.Lock()
         self._runners: dict[str, JobRunner] = {}
         self._slots: dict[str, int] = {}
+        self._hosts_running: dict[str, int] = {}
         self._clients: Clients | None = None
         self.recovered = self.recover()
 
@@ -117,6 +121,9 @@ class TrainingService:
         record = {k: copy.deepcopy(v) for k, v in request.items() if k in _describe_members()}
         for key, value in _DEFAULTS.items():
             record.setdefault(key, copy.deepcopy(value))
+        record["OutputDataConfig"].setdefault("KmsKeyId", "")
+        profiler = record.get("ProfilerConfig")
+        record["ProfilingStatus"] = "Enabled" if profiler and not profiler.get("DisableProfiler") else "Disabled"
         arn = f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:training-job/{name.lower()}"
         record.update(
             {
@@ -126,15 +133,27 @@ class TrainingService:
                 "CreationTime": now,
                 "LastModifiedTime": now,
                 "_Region": region,
+                "_Tags": copy.deepcopy(request.get("Tags") or []),
             }
         )
         add_transition(record, "Starting", "Preparing the instances for training", now)
+        hosts = sum(g.count for g in instance_groups(request))
         with self._lock:
             slot = next((s for s in range(1, MAX_SLOTS + 1) if s not in self._slots.values()), None)
             if slot is None:
                 raise ServiceError("ResourceLimitExceeded", f"The local endpoint runs at most {MAX_SLOTS} jobs at once")
+            running = sum(self._hosts_running.values())
+            limit = self._options.max_hosts
+            if running + hosts > limit:
+                raise ServiceError(
+                    "ResourceLimitExceeded",
+                    f"The account-level service limit 'local endpoint concurrent hosts' is {limit} Instances, "
+                    f"with current utilization of {running} Instances and a request delta of {hosts} Instances. "
+                    "Wait for running jobs to end, or start the endpoint with a higher --max-hosts.",
+                )
             self.store.create(record)
             self._slots[self.store.key(name)] = slot
+            self._hosts_running[self.store.key(name)] = hosts
         try:
             cluster = plan_cluster(
                 instance_groups(request),
@@ -170,6 +189,7 @@ class TrainingService:
         with self._lock:
             self._runners.pop(self.store.key(name), None)
             self._slots.pop(self.store.key(name), None)
+            self._hosts_running.pop(self.store.key(name), None)
 
     def describe(self, request: dict[str, Any]) -> dict[str, Any]:
         """DescribeTrainingJob; ValidationException "Requested resource not found." when unknown."""
@@ -271,7 +291,7 @@ def _decode_token(token: Any) -> int:
 
 
 def _kill_if_alive(host: dict[str, Any]) -> Any:
-    """SIGKILL a host's process group left by a previous endpoint process.
+    """SIGKILL a host's process tree and group left by a previous endpoint process.
 
     Returns the psutil process when it was still running (and really is that host: same pid and
     start time), None when it was already gone.
@@ -287,7 +307,9 @@ def _kill_if_alive(host: dict[str, Any]) -> Any:
             return None  # the pid was reused by an unrelated process
         if proc.status() == psutil.STATUS_ZOMBIE:
             return None  # dead, only waiting to be reaped by its new parent
-        os.killpg(pid, signal.SIGKILL)
+        kill_tree(pid)  # the host shim and everything it still holds, also in other sessions
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
         return proc
     except (psutil.Error, ProcessLookupError, PermissionError):
         return None

@@ -192,3 +192,50 @@ def startup_lines(env: dict[str, Any], variables: dict[str, str], command: list[
         "",
     ]
     return lines
+
+
+#: The port the toolkit's torchrun launcher gives ``--master_port`` (sagemaker_training.torch_distributed).
+TORCH_MASTER_PORT = "7777"
+
+
+def launcher_env(env: dict[str, Any], addresses: dict[str, str]) -> dict[str, str]:
+    """What the toolkit's launcher gives each process of a distribution-group host, one process per host.
+
+    ``torch_distributed`` (torchrun ``--nnodes N --nproc_per_node 1 --master_addr ... --master_port
+    7777 --node_rank R``): ``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``,
+    ``GROUP_RANK``, ``GROUP_WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``. ``mpi`` (mpirun, one
+    rank per host): ``OMPI_COMM_WORLD_SIZE``, ``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_LOCAL_RANK``,
+    ``OMPI_COMM_WORLD_LOCAL_SIZE``, ``OMPI_COMM_WORLD_NODE_RANK``, plus the same ``WORLD_SIZE``,
+    ``RANK``, ``MASTER_ADDR``, ``MASTER_PORT`` for scripts that read those. ``MASTER_ADDR`` is the
+    master host's *address*, so that resolvers outside Python need no name. Empty for hosts outside
+    the distribution group and for other strategies.
+    """
+    framework = env["additional_framework_parameters"]
+    hosts: list[str] = env["distribution_hosts"]
+    current = env["current_host"]
+    torch = bool(framework.get("sagemaker_torch_distributed_enabled"))
+    mpi = bool(framework.get("sagemaker_mpi_enabled"))
+    if not (torch or mpi) or current not in hosts:
+        return {}
+    rank = hosts.index(current)
+    master = env["master_hostname"]
+    variables = {
+        "WORLD_SIZE": str(len(hosts)),
+        "RANK": str(rank),
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": addresses.get(master, master),
+        "MASTER_PORT": TORCH_MASTER_PORT,
+    }
+    if torch:
+        variables.update({"LOCAL_WORLD_SIZE": "1", "GROUP_RANK": str(rank), "GROUP_WORLD_SIZE": str(len(hosts))})
+    if mpi:
+        variables.update(
+            {
+                "OMPI_COMM_WORLD_SIZE": str(len(hosts)),
+                "OMPI_COMM_WORLD_RANK": str(rank),
+                "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+                "OMPI_COMM_WORLD_LOCAL_SIZE": "1",
+                "OMPI_COMM_WORLD_NODE_RANK": str(rank),
+            }
+        )
+    return variables

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -20,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from airflow_hetero.local.errors import ServiceError
-from airflow_hetero.local.rules import instance_groups
 
 TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
 RECORD_FILE = "job.json"
+log = logging.getLogger(__name__)
 HOSTS_FILE = "hosts.json"
 
 
@@ -50,18 +52,29 @@ def add_transition(record: dict[str, Any], status: str, message: str, now: float
     record["LastModifiedTime"] = now
 
 
+def model_uri(record: dict[str, Any]) -> str:
+    """Where SageMaker puts a job's model: ``<S3OutputPath>/<job>/output/model.tar.gz``."""
+    base = record["OutputDataConfig"]["S3OutputPath"].rstrip("/")
+    return f"{base}/{record['TrainingJobName']}/output/model.tar.gz"
+
+
 def finish(record: dict[str, Any], status: str, secondary: str, message: str, now: float | None = None) -> None:
-    """Put ``record`` in a terminal state with its end time, durations and a closed last transition."""
+    """Put ``record`` in a terminal state with its end time, durations and a closed last transition.
+
+    ``BillableTimeInSeconds`` is wall-clock seconds, as the API defines it (the bill multiplies it
+    by the instance count); ``ModelArtifacts`` is set on every ended job, as SageMaker does.
+    """
     now = time.time() if now is None else now
     add_transition(record, secondary, message, now)
     record["SecondaryStatusTransitions"][-1]["EndTime"] = now
     record["TrainingJobStatus"] = status
     record["TrainingEndTime"] = now
+    record.setdefault("ModelArtifacts", {"S3ModelArtifacts": model_uri(record)})
     start = record.get("TrainingStartTime")
     if start is not None:
         seconds = max(1, round(now - start))
         record["TrainingTimeInSeconds"] = seconds
-        record["BillableTimeInSeconds"] = seconds * sum(g.count for g in instance_groups(record))
+        record["BillableTimeInSeconds"] = seconds
 
 
 class JobStore:
@@ -86,7 +99,11 @@ class JobStore:
         return self.root / self.key(name)
 
     def create(self, record: dict[str, Any]) -> None:
-        """Store a new record; ``ResourceInUse`` when the name is taken, as SageMaker answers."""
+        """Store a new record; ``ResourceInUse`` when the name is taken, as SageMaker answers.
+
+        The record is known only once its file is written: when the disk is full, nothing is left
+        behind (no directory, no record) and the caller gets ``ResourceLimitExceeded`` saying why.
+        """
         name = record["TrainingJobName"]
         with self._lock:
             existing = self._records.get(self.key(name))
@@ -96,9 +113,18 @@ class JobStore:
                     "Training job names must be unique within an AWS account and region, and a training "
                     f"job with this name already exists ({existing['TrainingJobArn']})",
                 )
-            self.job_dir(name).mkdir(parents=True, exist_ok=True)
+            job_dir = self.job_dir(name)
+            try:
+                job_dir.mkdir(parents=True, exist_ok=True)
+                _write_json(job_dir / RECORD_FILE, record)
+            except OSError as exc:
+                shutil.rmtree(job_dir, ignore_errors=True)
+                raise ServiceError(
+                    "ResourceLimitExceeded",
+                    f"The local endpoint could not record training job {name} in {self.root}: "
+                    f"{exc.strerror or exc}. No job was created; free some space and try again.",
+                ) from exc
             self._records[self.key(name)] = record
-            _write_json(self.job_dir(name) / RECORD_FILE, record)
 
     def get(self, name: str) -> dict[str, Any] | None:
         """A copy of the record of ``name``, or None."""
@@ -107,11 +133,18 @@ class JobStore:
             return copy.deepcopy(record) if record is not None else None
 
     def update(self, name: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        """Apply ``change`` to the record under the lock, persist it, and return a copy."""
+        """Apply ``change`` to the record under the lock, persist it, and return a copy.
+
+        A record file that cannot be written (full disk) keeps the change in memory, so the job still
+        moves on and ends as described; the file catches up at the next write that succeeds.
+        """
         with self._lock:
             record = self._records[self.key(name)]
             change(record)
-            _write_json(self.job_dir(name) / RECORD_FILE, record)
+            try:
+                _write_json(self.job_dir(name) / RECORD_FILE, record)
+            except OSError as exc:
+                log.warning("could not write the record of %s (kept in memory): %s", name, exc)
             return copy.deepcopy(record)
 
     def records(self) -> list[dict[str, Any]]:

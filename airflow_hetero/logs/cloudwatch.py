@@ -5,7 +5,8 @@ Clients are duck-typed boto3 ``logs`` / ``cloudwatch`` clients (from ``boto3.cli
 Logs: DescribeLogStreams with the prefix ``<job>/`` (50 per call, paginated), then GetLogEvents
 forward from the head of each stream until the token repeats, a few streams at a time in threads.
 Events go straight into a bounded accumulator page by page: memory does not grow with the number
-of events. Every API call is counted.
+of events. Every API call is counted, and every one retries throttling, 5xx answers and dropped
+connections with bounded backoff (:mod:`airflow_hetero._retry`, ``retry_policy``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_hetero._retry import error_code
+from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
 from airflow_hetero.logs.streams import LOG_GROUP, StreamLog
 from airflow_hetero.logs.summary import UTILIZATION_METRICS, Datapoint
 
@@ -26,6 +27,9 @@ METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 STREAMS_PER_PAGE = 50
 #: GetMetricData takes at most 500 queries per call.
 QUERIES_PER_CALL = 500
+#: Backoff for every CloudWatch / CloudWatch Logs call: 8 attempts, 0.5 s doubling up to 10 s
+#: (about 40 s of throttling survived per call at most).
+LOG_RETRY_POLICY = RetryPolicy(max_attempts=8, base_delay=0.5, max_delay=10.0)
 
 
 class ApiCalls:
@@ -52,8 +56,23 @@ class ApiCalls:
             return {**dict(sorted(self.counts.items())), "total": sum(self.counts.values())}
 
 
+def counted_call(fn: Any, action: str, calls: ApiCalls, policy: RetryPolicy | None, **kwargs: Any) -> Any:
+    """``fn(**kwargs)`` with transient errors retried per ``policy``; every attempt counted as ``action``."""
+
+    def attempt(**inner: Any) -> Any:
+        calls.add(action)
+        return fn(**inner)
+
+    return call_with_retry(attempt, policy=policy or LOG_RETRY_POLICY, what=action, **kwargs)
+
+
 def list_job_streams(
-    logs_client: Any, job_name: str, *, log_group: str = LOG_GROUP, calls: ApiCalls | None = None
+    logs_client: Any,
+    job_name: str,
+    *,
+    log_group: str = LOG_GROUP,
+    calls: ApiCalls | None = None,
+    retry_policy: RetryPolicy | None = None,
 ) -> list[str]:
     """Names of the job's log streams (prefix ``<job>/``); empty while the log group does not exist."""
     calls = calls or ApiCalls()
@@ -64,9 +83,8 @@ def list_job_streams(
         "limit": STREAMS_PER_PAGE,
     }
     while True:
-        calls.add("DescribeLogStreams")
         try:
-            page = logs_client.describe_log_streams(**kwargs)
+            page = counted_call(logs_client.describe_log_streams, "DescribeLogStreams", calls, retry_policy, **kwargs)
         except Exception as exc:
             if error_code(exc) == "ResourceNotFoundException":
                 return names
@@ -87,6 +105,7 @@ def read_stream(
     start_token: str | None = None,
     stop_after_ms: int | None = None,
     calls: ApiCalls | None = None,
+    retry_policy: RetryPolicy | None = None,
 ) -> str | None:
     """Hand every page of ``stream`` to ``sink`` from the head (or ``start_token``) to the current end.
 
@@ -101,8 +120,7 @@ def read_stream(
         kwargs: dict[str, Any] = {"logGroupName": log_group, "logStreamName": stream, "startFromHead": True}
         if token is not None:
             kwargs["nextToken"] = token
-        calls.add("GetLogEvents")
-        page = logs_client.get_log_events(**kwargs)
+        page = counted_call(logs_client.get_log_events, "GetLogEvents", calls, retry_policy, **kwargs)
         following: str | None = page.get("nextForwardToken")
         events = page.get("events")
         del page  # one page per thread in memory, not two
@@ -128,6 +146,7 @@ def read_job_logs(
     max_rounds: int = 3,
     stop_after_ms: int | None = None,
     calls: ApiCalls | None = None,
+    retry_policy: RetryPolicy | None = None,
 ) -> tuple[list[StreamLog], list[str]]:
     """Read all of a job's streams into accumulators made by ``new_log(stream_name)``.
 
@@ -151,6 +170,7 @@ def read_job_logs(
                 log_group=log_group,
                 stop_after_ms=stop_after_ms,
                 calls=calls,
+                retry_policy=retry_policy,
             )
         except Exception as exc:
             if error_code(exc) != "ResourceNotFoundException":
@@ -160,7 +180,9 @@ def read_job_logs(
     for _ in range(max(max_rounds, 1)):
         fresh = [
             name
-            for name in list_job_streams(logs_client, job_name, log_group=log_group, calls=calls)
+            for name in list_job_streams(
+                logs_client, job_name, log_group=log_group, calls=calls, retry_policy=retry_policy
+            )
             if name not in logs
         ]
         if not fresh:
@@ -188,6 +210,7 @@ def read_utilization(
     *,
     metrics: Iterable[str] = tuple(UTILIZATION_METRICS),
     calls: ApiCalls | None = None,
+    retry_policy: RetryPolicy | None = None,
 ) -> dict[str, dict[str, list[Datapoint]]]:
     """Average and maximum per period of each host's instance metrics (dimension ``Host=<job>/<host>``).
 
@@ -226,8 +249,7 @@ def read_utilization(
             "EndTime": end,
         }
         while True:
-            calls.add("GetMetricData")
-            page = cloudwatch_client.get_metric_data(**kwargs)
+            page = counted_call(cloudwatch_client.get_metric_data, "GetMetricData", calls, retry_policy, **kwargs)
             for result in page.get("MetricDataResults") or ():
                 host, metric, stat = index[result["Id"]]
                 series = points.setdefault((host, metric), {})

@@ -1,16 +1,23 @@
 """Bound a summary's XCom size and render it as a per-group table for the task log (pure).
 
-The size bound cuts in a fixed order: tails first (long lines, then fewer lines per host), then
-error samples (long lines, then fewer samples), then the timeline's messages, the problem list and
-the unmapped host list. ``summary["truncated"]`` says what was cut; nothing is cut silently.
+The size bound cuts in a fixed order: utilisation series beyond a third of the bound first (halved,
+never below a few points), then tails (long lines, then fewer lines per host), then error samples
+(long lines, then fewer samples), then the timeline's messages, the problem list and the unmapped
+host list, then the series themselves and the verdict's details, then the per-host lists of every
+group (hosts, streams, mapping sources, tails) down to a few entries each, and at the very end
+everything but the job's status and counts. Any number of hosts and streams fits;
+``summary["truncated"]`` says what was cut; nothing is cut silently, and no summary is refused for
+its size.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from airflow_hetero.logs.text import strip_control
 
 #: Default bound: well under common XCom backends' limits (the DB backend stores tens of KB happily).
 DEFAULT_MAX_XCOM_BYTES = 48 * 1024
@@ -60,6 +67,32 @@ def _shrink_samples(summary: dict[str, Any], count: int, chars: int) -> int:
     return dropped
 
 
+def _series_size(summary: dict[str, Any]) -> int:
+    return sum(json_size(g.get("series")) for g in summary.get("groups", {}).values() if g.get("series"))
+
+
+def _shrink_series(summary: dict[str, Any], truncated: dict[str, Any], done: Callable[[], bool], *, drop: bool) -> bool:
+    """Halve every group's series until ``done()`` (not below
+    :data:`airflow_hetero.logs.series.MIN_SERIES_POINTS`; with ``drop`` the series go when that is
+    not enough). Returns ``done()``."""
+    from airflow_hetero.logs.series import MIN_SERIES_POINTS, halve  # only when there is something to cut
+
+    groups = [g for g in summary.get("groups", {}).values() if g.get("series")]
+    while groups and not done():
+        if all(int(g["series"]["points"]) <= MIN_SERIES_POINTS for g in groups):
+            if not drop:
+                break
+            for group in groups:
+                group["series"] = None
+            truncated["series"] = {"dropped": True}
+            break
+        for group in groups:
+            if int(group["series"]["points"]) > MIN_SERIES_POINTS:
+                group["series"] = halve(group["series"])
+        truncated["series"] = {"points_per_group": max(int(g["series"]["points"]) for g in groups)}
+    return done()
+
+
 def _steps(start: int) -> list[int]:
     """start, start/2, start/4, ..., 1, 0."""
     out, value = [], start
@@ -72,8 +105,7 @@ def _steps(start: int) -> list[int]:
 def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCOM_BYTES) -> dict[str, Any]:
     """A copy of ``summary`` whose JSON is at most ``max_bytes``, with ``truncated`` saying what was cut.
 
-    Raises ValueError when ``max_bytes`` is below :data:`MIN_MAX_XCOM_BYTES` or the skeleton alone
-    does not fit.
+    Raises ValueError only when ``max_bytes`` is below :data:`MIN_MAX_XCOM_BYTES`; any summary fits.
     """
     if max_bytes < MIN_MAX_XCOM_BYTES:
         raise ValueError(f"max_xcom_bytes must be at least {MIN_MAX_XCOM_BYTES}, got {max_bytes}")
@@ -92,6 +124,8 @@ def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCO
             truncated["bytes_after"] = size
         return int(truncated["bytes_after"]) <= max_bytes
 
+    if _shrink_series(out, truncated, lambda: _series_size(out) <= max_bytes // 3, drop=False) and fits():
+        return out
     most_tail = max((len(t) for s in _sections(out) for t in s.get("tail", {}).values()), default=0)
     most_samples = max((len(s.get("error_samples", [])) for s in _sections(out)), default=0)
     tail_dropped = 0
@@ -115,6 +149,7 @@ def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCO
         return out
     if len(out.get("problems") or ()) > 3:
         other.append(f"problems ({len(out['problems']) - 3} of {len(out['problems'])} dropped)")
+        out["problems_total"] = len(out["problems"])
         out["problems"] = out["problems"][:3]
         if fits():
             return out
@@ -122,15 +157,69 @@ def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCO
         hosts = out.get(key) or []
         if len(hosts) > 10:
             other.append(f"{key} ({len(hosts) - 10} of {len(hosts)} dropped)")
+            out[f"{key}_total"] = len(hosts)
             out[key] = hosts[:10]
             if out.get("unmapped"):
                 out["unmapped"]["hosts"] = hosts[:10]
             if fits():
                 return out
-    raise ValueError(
-        f"summary of {summary.get('training_job_name')} needs {truncated['bytes_after']} bytes without "
-        f"tails and samples; raise max_xcom_bytes above {max_bytes}"
-    )
+    if _shrink_series(out, truncated, fits, drop=True):
+        return out
+    if isinstance(out.get("verdict"), dict) and out["verdict"].get("groups"):
+        headline = ("kind", "bottleneck", "message", "suggestion", "waiting_share")
+        out["verdict"] = {key: out["verdict"][key] for key in headline if out["verdict"].get(key) is not None}
+        other.append("verdict details (per group, notes, thresholds)")
+        if fits():
+            return out
+    for keep in (64, 16, 4, 1, 0):
+        cut = _cut_host_lists(out, keep)
+        if cut:
+            other.append(f"{len(cut)} per-host lists cut to {keep} entries (each list's full length in <key>_total)")
+        if fits():
+            return out
+    return _skeleton(out, truncated)
+
+
+#: Lists and mappings of a section that grow with the number of hosts and streams.
+_HOST_KEYS = ("hosts", "log_streams", "mapped_by", "tail")
+
+
+def _cut_host_lists(summary: dict[str, Any], keep: int) -> list[str]:
+    """Keep the first ``keep`` entries of every per-host list; ``name (dropped of total)`` for each cut."""
+    cut: list[str] = []
+    named = [*summary.get("groups", {}).items()]
+    if summary.get("unmapped"):
+        named.append(("(unmapped)", summary["unmapped"]))
+    for name, section in named:
+        for key in _HOST_KEYS:
+            value = section.get(key)
+            if isinstance(value, list | dict) and len(value) > keep:
+                total = section.setdefault(f"{key}_total", len(value))  # the length before any cut
+                section[key] = value[:keep] if isinstance(value, list) else dict(list(value.items())[:keep])
+                cut.append(f"{name}.{key} ({total - keep} of {total})")
+    for key in ("unmapped_hosts", "problems"):
+        value = summary.get(key)
+        if isinstance(value, list) and len(value) > keep:
+            total = summary.setdefault(f"{key}_total", len(value))
+            cut.append(f"{key} ({total - keep} of {total})")
+            summary[key] = value[:keep]
+    return cut
+
+
+def _skeleton(summary: dict[str, Any], truncated: dict[str, Any]) -> dict[str, Any]:
+    """The job's status and counts only: what is left when even the cut summary is too big."""
+    keys = ("training_job_name", "status", "secondary_status", "partial", "errors", "warnings")
+    out: dict[str, Any] = {key: summary.get(key) for key in keys}
+    out["failure_reason"] = str(summary.get("failure_reason") or "")[:300] or None
+    out["groups"] = {
+        str(name)[:64]: {"instance_count": g.get("instance_count"), "errors": g.get("errors")}
+        for name, g in list(summary.get("groups", {}).items())[:5]
+    }
+    truncated["other"] = [*truncated.get("other", [])[-3:], "everything but the job's status and counts"]
+    out["truncated"] = truncated
+    for _ in range(3):  # bytes_after counts its own digits
+        truncated["bytes_after"] = json_size(out)
+    return out
 
 
 _UTIL_KEYS = ("cpu", "memory", "gpu", "gpu_memory")
@@ -281,4 +370,4 @@ def format_table(summary: dict[str, Any]) -> str:
         lines.extend(_wrap(f"problem: {problem}"))
     if summary.get("truncated"):
         lines.extend(_wrap(f"truncated to fit max_xcom_bytes: {json.dumps(summary['truncated'])}"))
-    return "\n".join(lines)
+    return "\n".join(strip_control(line) for line in lines)  # names and reasons come from the job

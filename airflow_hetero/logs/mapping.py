@@ -63,7 +63,8 @@ def resolve_mapping(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = 
     """Map hosts to groups by the most trusted evidence; never guess from host numbers.
 
     Order of trust: the runtime helper's marker line; the toolkit's ``SM_CURRENT_HOST`` /
-    ``SM_CURRENT_INSTANCE_GROUP`` lines; the whole map in ``SM_RESOURCE_CONFIG`` /
+    ``SM_CURRENT_INSTANCE_GROUP`` lines (both only from the host's own streams: a line in one host's
+    stream naming another host is ignored and listed as a problem); the whole map in ``SM_RESOURCE_CONFIG`` /
     ``SM_INSTANCE_GROUPS_DICT`` from any stream (covers MPI workers that print no start-up block);
     a job with a single group. Two answers at the same level leave the host to lower levels; a host
     nothing maps is unmapped. ``groups`` (from DescribeTrainingJob) is the cross-check.
@@ -76,12 +77,24 @@ def resolve_mapping(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = 
         claims[source].setdefault(host, set()).add(group)
         hosts.add(host)
 
+    foreign: list[str] = []  # a stream speaking for another host: never trusted
     for log in streams:
         hosts.add(log.host)
         for host, group in log.marker.items():
+            if host != log.host:
+                foreign.append(
+                    f"{log.stream}: marker names host {host} (group {group}), not its own host {log.host}; ignored"
+                )
+                continue
             claim("marker", host, group)
         if log.current_group:
-            claim("toolkit", log.current_host or log.host, log.current_group)
+            speaker = log.current_host or log.host
+            if speaker != log.host:
+                foreign.append(
+                    f"{log.stream}: SM_CURRENT_HOST={speaker} is not its own host {log.host}; its group line is ignored"
+                )
+            else:
+                claim("toolkit", speaker, log.current_group)
         for group, info in (log.group_map or {}).items():
             if info.get("instance_type"):
                 instance_types.setdefault(group, str(info["instance_type"]))
@@ -93,7 +106,7 @@ def resolve_mapping(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = 
 
     host_to_group: dict[str, str] = {}
     source_of: dict[str, str] = {}
-    problems: list[str] = []
+    problems: list[str] = list(foreign)
     for host in sorted(hosts):
         for source in SOURCES:
             found = claims[source].get(host)

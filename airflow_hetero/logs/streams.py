@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_hetero.logs.pagescan import candidate_lines, page_scannable, page_text
+from airflow_hetero.logs.text import strip_control
 from airflow_hetero.runtime import parse_marker
 
 __all__ = [
@@ -177,6 +179,9 @@ class LineRules:
     errors: re.Pattern[str] | AnyPattern | None
     warnings: re.Pattern[str] | AnyPattern | None
     metrics: list[tuple[str, re.Pattern[str], str]]
+    #: The same regexes for scanning a whole page at once (:mod:`~airflow_hetero.logs.pagescan`);
+    #: None when one of them could match differently there, and pages go line by line.
+    page_patterns: list[re.Pattern[str]] | None = None
 
     @classmethod
     def build(
@@ -187,6 +192,8 @@ class LineRules:
     ) -> LineRules:
         """Compile the patterns; ``None`` means the defaults, an empty list means "none"."""
         metrics: list[tuple[str, re.Pattern[str], str]] = []
+        errors = DEFAULT_ERROR_PATTERNS if error_patterns is None else tuple(error_patterns)
+        warnings = DEFAULT_WARNING_PATTERNS if warning_patterns is None else tuple(warning_patterns)
         for item in metric_definitions or ():
             name, regex = str(item.get("Name", "")), str(item.get("Regex", ""))
             if not name or not regex:
@@ -195,11 +202,18 @@ class LineRules:
                 metrics.append((name, re.compile(regex), metric_goal(name)))
             except re.error as exc:
                 raise ValueError(f"invalid regex for metric {name!r}: {exc}") from None
-        return cls(
-            errors=compile_patterns(DEFAULT_ERROR_PATTERNS if error_patterns is None else error_patterns),
-            warnings=compile_patterns(DEFAULT_WARNING_PATTERNS if warning_patterns is None else warning_patterns),
-            metrics=metrics,
-        )
+        rules = cls(errors=compile_patterns(errors), warnings=compile_patterns(warnings), metrics=metrics)
+        reviewed = DEFAULT_ERROR_PATTERNS + DEFAULT_WARNING_PATTERNS
+        sources = [p for p in errors + warnings if p] + [regex.pattern for _, regex, _ in metrics]
+        joined = [m for m in (rules.errors, rules.warnings) if m is not None]
+        if all(isinstance(m, re.Pattern) for m in joined) and all(
+            page_scannable(source, reviewed=reviewed) for source in sources
+        ):
+            # per line, ^ and $ are the line's ends; in a joined page only with MULTILINE
+            rules.page_patterns = [m for m in joined if isinstance(m, re.Pattern)] + [
+                re.compile(regex.pattern, regex.flags | re.MULTILINE) for _, regex, _ in metrics
+            ]
+        return rules
 
 
 @dataclass
@@ -244,9 +258,62 @@ class StreamLog:
         self.tail = deque(maxlen=max(self.tail_lines, 0))
 
     def add_events(self, events: Iterable[Mapping[str, Any]]) -> None:
-        """Fold in CloudWatch events (dicts with ``timestamp`` and ``message``)."""
-        for event in events:
-            self.add(int(event.get("timestamp") or 0), event.get("message", ""))
+        """Fold in CloudWatch events (dicts with ``timestamp`` and ``message``), a page at a time.
+
+        Same result as :meth:`add` per event; a page of plain one-line messages is scanned at once
+        (:mod:`~airflow_hetero.logs.pagescan`), so only the lines a rule points at are looked at.
+        """
+        batch = events if isinstance(events, list) else list(events)
+        if not batch or not self._add_page(batch):
+            for event in batch:
+                self.add(int(event.get("timestamp") or 0), event.get("message", ""))
+
+    def _add_page(self, batch: list[Mapping[str, Any]]) -> bool:
+        """The page-at-once path; False (nothing changed) when the page must go event by event."""
+        patterns = self.rules.page_patterns
+        if patterns is None:
+            return False
+        try:
+            messages = [event["message"] for event in batch]
+            times = [event["timestamp"] for event in batch]
+            page = page_text(messages)
+            low, high = min(times), max(times)
+        except (KeyError, TypeError):  # a missing field, bytes, None: event by event
+            return False
+        if page is None or type(low) is not int or type(high) is not int:
+            return False
+        text, lengths = page
+        self.events += len(messages)
+        self.byte_count += len(text) - len(messages) + 1 if text.isascii() else sum(
+            len(m.encode("utf-8", "surrogatepass")) for m in messages
+        )
+        if self.first_time is None or low < self.first_time:
+            self.first_time = low
+        if self.last_time is None or high > self.last_time:
+            self.last_time = high
+        done = self._follow_traceback(messages, times, 0)
+        for index in candidate_lines(text, lengths, patterns, ("SM_", _MARKER_TAG)):
+            if index >= done:
+                self._scan(times[index], messages[index])
+                done = self._follow_traceback(messages, times, index + 1)
+        if self.tail.maxlen:
+            picked: list[tuple[int, str]] = []
+            for index in range(len(messages) - 1, -1, -1):
+                line = messages[index]
+                if line and not line.isspace():
+                    picked.append((times[index], clip(line) if len(line) > MAX_LINE_CHARS else line))
+                    if len(picked) == self.tail.maxlen:
+                        break
+            self.tail.extend(reversed(picked))
+        return True
+
+    def _follow_traceback(self, messages: list[str], times: list[int], start: int) -> int:
+        """Read lines from ``start`` while a traceback is open; the index after the last one read."""
+        index = start
+        while self._in_traceback is not None and index < len(messages):
+            self._scan(times[index], messages[index])
+            index += 1
+        return index
 
     def add(self, timestamp: int, message: str | bytes) -> None:
         """Fold in one event; a message with embedded newlines counts as one event, several lines."""
@@ -266,9 +333,17 @@ class StreamLog:
             self._line(timestamp, message)
 
     def _line(self, timestamp: int, line: str) -> None:
+        if "\x1b" in line:  # ANSI colours: matched and stored without them (a memchr, ~20 ns)
+            line = strip_control(line)
         stored = clip(line) if len(line) > MAX_LINE_CHARS else line
         if stored and not stored.isspace():
             self.tail.append((timestamp, stored))
+        self._scan(timestamp, line, stored)
+
+    def _scan(self, timestamp: int, line: str, stored: str | None = None) -> None:
+        """Everything a line means except the tail: evidence, errors, warnings, metrics."""
+        if stored is None:
+            stored = clip(line) if len(line) > MAX_LINE_CHARS else line
         if line.startswith("SM_") and _ENV_LINE.match(line):
             self._env_line(line)  # toolkit configuration dump: evidence, never an error or warning
             return

@@ -11,9 +11,11 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow_hetero.logs.cloudwatch import ApiCalls, read_job_logs, read_utilization
+from airflow_hetero._retry import RetryPolicy
+from airflow_hetero.logs.cloudwatch import ApiCalls, counted_call, metric_period, read_job_logs, read_utilization
 from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 from airflow_hetero.logs.mapping import groups_from_describe, resolve_mapping
+from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS, group_series
 from airflow_hetero.logs.streams import (
     DEFAULT_MAX_ERROR_SAMPLES,
     LOG_GROUP,
@@ -22,6 +24,7 @@ from airflow_hetero.logs.streams import (
     host_from_stream,
 )
 from airflow_hetero.logs.summary import TERMINAL_STATUSES, build_summary, training_window
+from airflow_hetero.logs.verdict import Thresholds, judge
 
 __all__ = ["DEFAULT_MAX_XCOM_BYTES", "summarize_training_job"]
 
@@ -42,6 +45,10 @@ def summarize_training_job(
     max_workers: int = 4,
     log_group: str = LOG_GROUP,
     now: datetime | None = None,
+    retry_policy: RetryPolicy | None = None,
+    series_points: int = DEFAULT_SERIES_POINTS,
+    verdict_thresholds: Thresholds | Mapping[str, Any] | None = None,
+    capacity_overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
@@ -49,7 +56,12 @@ def summarize_training_job(
         CUDA/NCCL errors, OOM kills; see :data:`airflow_hetero.logs.streams.DEFAULT_ERROR_PATTERNS`).
     :param metric_definitions: ``[{"Name", "Regex"}]``; None means the job's own MetricDefinitions.
     :param max_xcom_bytes: size bound of the returned dict as JSON (tails shrink first, then error
-        samples; ``truncated`` says what was cut).
+        samples, then per-host lists; ``truncated`` says what was cut; any number of streams fits).
+    :param retry_policy: backoff for throttling, 5xx and dropped connections on every call (default
+        :data:`airflow_hetero.logs.cloudwatch.LOG_RETRY_POLICY`).
+    :param series_points: points per group utilisation series (``groups.<name>.series``).
+    :param verdict_thresholds: see :class:`airflow_hetero.logs.verdict.Thresholds` (``verdict`` key).
+    :param capacity_overrides: instance type -> ``{"cpus", "gpus"}`` for the verdict's per-device figures.
     Works on a running job too (``partial`` is then True). Raises ValueError for bad arguments or
     patterns before any log is read; service errors (e.g. an unknown job) propagate.
     """
@@ -59,9 +71,15 @@ def summarize_training_job(
         raise ValueError(f"max_error_samples must be >= 0, got {max_error_samples}")
     if include_metrics and cloudwatch_client is None:
         raise ValueError("include_metrics=True needs a cloudwatch_client")
+    if series_points < 1:
+        raise ValueError(f"series_points must be at least 1, got {series_points}")
+    thresholds = Thresholds.of(verdict_thresholds)
     calls = ApiCalls()
-    calls.add("DescribeTrainingJob")
-    describe = dict(sagemaker_client.describe_training_job(TrainingJobName=job_name))
+    describe = dict(
+        counted_call(
+            sagemaker_client.describe_training_job, "DescribeTrainingJob", calls, retry_policy, TrainingJobName=job_name
+        )
+    )
     describe.pop("ResponseMetadata", None)
     if metric_definitions is None:
         metric_definitions = (describe.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or ()
@@ -87,9 +105,12 @@ def summarize_training_job(
         max_workers=max_workers,
         stop_after_ms=stop_after_ms,
         calls=calls,
+        retry_policy=retry_policy,
     )
     mapping = resolve_mapping(logs, groups_from_describe(describe))
     datapoints = None
+    axis: tuple[float, float] | None = None
+    window_dt: tuple[datetime, datetime] | None = None
     if include_metrics:
         datapoints = {}
         window = training_window(describe, now)
@@ -99,7 +120,17 @@ def summarize_training_job(
             # to a minute after it ended; the query's range is the window, so no clipping after.
             start = datetime.fromtimestamp(window[0] // 60 * 60, tz=UTC)
             end = datetime.fromtimestamp(window[1], tz=UTC) + timedelta(minutes=1)
-            datapoints = read_utilization(cloudwatch_client, job_name, hosts, start, end, calls=calls)
+            axis, window_dt = (start.timestamp(), end.timestamp()), (start, end)
+            datapoints = read_utilization(
+                cloudwatch_client,
+                job_name,
+                hosts,
+                start,
+                end,
+                metrics=tuple(SERIES_METRICS),
+                calls=calls,
+                retry_policy=retry_policy,
+            )
     summary = build_summary(
         job_name,
         describe,
@@ -112,5 +143,12 @@ def summarize_training_job(
         clip_datapoints=False,
     )
     summary["problems"].extend(problems)
+    for group in summary["groups"].values():
+        group["series"] = (
+            group_series(group["hosts"], datapoints, axis, series_points, metric_period(*window_dt))
+            if datapoints and window_dt
+            else None
+        )
+    summary["verdict"] = judge(summary, thresholds, capacity_overrides=capacity_overrides)
     summary["api_calls"] = calls.as_dict()
     return enforce_size_limit(summary, max_xcom_bytes)

@@ -20,6 +20,7 @@ from airflow_hetero.logs.streams import (
     MetricValue,
     StreamLog,
 )
+from airflow_hetero.logs.text import strip_control
 
 #: CloudWatch metric name -> key in a group's ``utilization``.
 UTILIZATION_METRICS: dict[str, str] = {
@@ -43,8 +44,10 @@ def natural_key(text: str) -> tuple[Any, ...]:
 
 
 def clean_text(text: str) -> str:
-    """Replace lone surrogates (from undecodable bytes) with U+FFFD so the text encodes as UTF-8."""
-    return _SURROGATES.sub("\ufffd", text) if not text.isascii() else text
+    """Lone surrogates (from undecodable bytes) as U+FFFD, so the text encodes as UTF-8; control
+    characters and ANSI escapes removed, so a tail or sample is safe to print."""
+    text = _SURROGATES.sub("\ufffd", text) if not text.isascii() else text
+    return text if text.isprintable() else strip_control(text)
 
 
 def iso(value: Any) -> str | None:

@@ -18,8 +18,15 @@ from typing import Any, Protocol
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
 from airflow_hetero.logs.mapping import groups_from_describe, resolve_mapping
 from airflow_hetero.logs.streams import LOG_GROUP, LineRules, StreamLog, host_from_stream
+from airflow_hetero.logs.text import strip_control
 
 log = logging.getLogger(__name__)
+
+#: GetLogEvents returns at most 10,000 events or 1 MB (messages + 26 bytes each) per call.
+MAX_EVENTS_PER_PAGE = 10_000
+EVENT_OVERHEAD_BYTES = 26
+#: A page this close to 1 MB was cut by the size limit.
+FULL_PAGE_BYTES = 1_048_576 - 64 * 1024
 
 
 class GroupResolver(Protocol):
@@ -99,6 +106,7 @@ class LogTailer:
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     streams: dict[str, _Stream] = field(default_factory=dict)
     list_calls: int = 0
+    get_calls: int = 0
 
     @property
     def hosts_seen(self) -> set[str]:
@@ -106,25 +114,20 @@ class LogTailer:
         return {s.host for s in self.streams.values()}
 
     def poll(self, *, rescan: bool = False) -> int:
-        """Emit lines that arrived since the last poll; returns how many were emitted."""
+        """Emit lines that arrived since the last poll; returns how many were emitted.
+
+        One GetLogEvents per stream (more only while pages come back full), and each page goes out
+        as it arrives, in order within its stream: memory holds one page, whatever the interval,
+        the log rate or the number of hosts.
+        """
         if rescan or not self.streams or len(self.hosts_seen) < self.expected_hosts:
             self._list_streams()
-        events: list[tuple[int, int, str, str]] = []
-        for order, stream in enumerate(self.streams.values()):
-            for event in self._read_new(stream):
-                message = str(event.get("message", "")).rstrip("\n")
-                self.resolver.feed(stream.name, stream.host, message)
-                events.append((int(event.get("timestamp", 0)), order, stream.host, message))
-        # Sort across streams by time (stable within a stream), and format after feeding the whole
-        # batch, so a marker line in this batch also labels the lines that came just before it.
-        events.sort(key=lambda e: (e[0], e[1]))
-        for _, _, host, message in events:
-            self.emit(f"{self.prefix(host)} {message}")
-        return len(events)
+        return sum(self._drain(stream, to_end=False) for stream in list(self.streams.values()))
 
     def flush(self) -> int:
-        """Final read after the job ended: list streams once more and read everything left."""
-        return self.poll(rescan=True)
+        """Final read after the job ended: list streams once more and read each one to its end."""
+        self._list_streams()
+        return sum(self._drain(stream, to_end=True) for stream in list(self.streams.values()))
 
     def emit_tail(self, lines: int = 50, head_events: int = 300) -> int:
         """Stateless summary for a finished job: the last ``lines`` events of every stream.
@@ -154,7 +157,7 @@ class LogTailer:
                         events.append((int(event.get("timestamp", 0)), order, stream.host, message))
         events.sort(key=lambda e: (e[0], e[1]))
         for _, _, host, message in events:
-            self.emit(f"{self.prefix(host)} {message}")
+            self.emit(strip_control(f"{self.prefix(host)} {message}"))
         return len(events)
 
     def prefix(self, host: str) -> str:
@@ -186,9 +189,13 @@ class LogTailer:
                 return
             kwargs["nextToken"] = token
 
-    def _read_new(self, stream: _Stream) -> list[dict[str, Any]]:
-        """Every event after the stream's remembered token, following pages to the end."""
-        out: list[dict[str, Any]] = []
+    def _drain(self, stream: _Stream, *, to_end: bool) -> int:
+        """Read ``stream`` from its remembered token and emit page by page; lines emitted.
+
+        Live polls stop after one page unless it came back full (there is more right now); the
+        final flush goes on until the service returns the token it was sent (the stream's end).
+        """
+        emitted = 0
         while True:
             kwargs: dict[str, Any] = {
                 "logGroupName": self.log_group,
@@ -203,10 +210,32 @@ class LogTailer:
                 what=f"GetLogEvents {stream.name}",
                 **kwargs,
             )
-            out.extend(page.get("events", []))
+            self.get_calls += 1
+            events = page.get("events", [])
+            messages = [str(event.get("message", "")).rstrip("\n") for event in events]
+            # feed the whole page before formatting it, so a marker line in this page also labels
+            # the lines just before it
+            for message in messages:
+                self.resolver.feed(stream.name, stream.host, message)
+            prefix = self.prefix(stream.host)
+            for message in messages:
+                self.emit(strip_control(f"{prefix} {message}"))
+            emitted += len(messages)
             token = page.get("nextForwardToken")
             # At the end of a stream the service returns the token that was sent; pages can be
-            # empty yet carry a new token, so keep going until the token stops moving.
-            if not token or token == stream.token:
-                return out
-            stream.token = token
+            # empty yet carry a new token.
+            moved = bool(token) and token != stream.token
+            if moved:
+                stream.token = token
+            full = _page_is_full(events)
+            del page, events, messages  # one page alive at a time, also while the next is read
+            if not moved or not (to_end or full):
+                return emitted
+
+
+def _page_is_full(events: list[dict[str, Any]]) -> bool:
+    """A page cut by GetLogEvents' limits (10,000 events or 1 MB): more events are waiting."""
+    if len(events) >= MAX_EVENTS_PER_PAGE:
+        return True
+    size = sum(len(str(event.get("message", ""))) + EVENT_OVERHEAD_BYTES for event in events)
+    return size >= FULL_PAGE_BYTES

@@ -3,20 +3,27 @@
 The work is :func:`airflow_hetero.logs.summarize.summarize_training_job` with the clients of
 :class:`airflow_hetero.hooks.training.HeteroTrainingHook` (same connection, region and endpoint as the
 training operator). ``return_value`` is the whole summary; each group's part is also pushed as
-``group_<name>`` for downstream tasks that need only one group.
+``group_<name>`` for downstream tasks that need only one group, and the bottleneck verdict
+(:mod:`airflow_hetero.logs.verdict`) as ``verdict``.
 
-Importing this module loads nothing beyond ``airflow.sdk`` and the small
-:mod:`airflow_hetero.logs.limits`: the log parser (only for custom ``error_patterns``), the
+Importing this module loads nothing beyond ``airflow.sdk``, the small
+:mod:`airflow_hetero.logs.limits` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
+checked at parse time) and the view's link: the log parser (only for custom ``error_patterns``), the
 hook, boto3 and the Amazon provider are imported when they are needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseOperator
+from airflow_hetero.links.instance_groups import InstanceGroupsLink
 from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
+from airflow_hetero.logs.verdict import Thresholds
+
+#: XCom key of the verdict (also inside ``return_value`` as ``verdict``).
+VERDICT_XCOM_KEY = "verdict"
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
@@ -34,11 +41,18 @@ class HeteroLogSummaryOperator(BaseOperator):
         and ``truncated`` says what was cut.
     :param error_patterns: regexes counting a line as an error (None: the defaults in
         :data:`airflow_hetero.logs.streams.DEFAULT_ERROR_PATTERNS`).
-    :param include_metrics: read CPU/memory/GPU utilisation from CloudWatch.
+    :param include_metrics: read CPU/memory/GPU/disk utilisation from CloudWatch.
+    :param verdict_thresholds: overrides of :class:`airflow_hetero.logs.verdict.Thresholds`, e.g.
+        ``{"busy_percent": 80, "waiting_percent": 40}`` (checked at DAG-parse time).
+    :param capacity_overrides: instance type -> ``{"cpus": n, "gpus": n}`` where the built-in
+        device counts are wrong for your hosts.
+    :param series_points: points per group utilisation series in the summary (None: the default of
+        :func:`airflow_hetero.logs.summarize.summarize_training_job`, 60).
     """
 
     template_fields: Sequence[str] = ("job_name",)
     ui_color = "#e4f4ff"
+    operator_extra_links = (InstanceGroupsLink(),)
 
     def __init__(
         self,
@@ -50,6 +64,9 @@ class HeteroLogSummaryOperator(BaseOperator):
         max_xcom_bytes: int = DEFAULT_MAX_XCOM_BYTES,
         error_patterns: Sequence[str] | None = None,
         include_metrics: bool = True,
+        verdict_thresholds: Mapping[str, float] | None = None,
+        capacity_overrides: Mapping[str, Mapping[str, int]] | None = None,
+        series_points: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -61,6 +78,9 @@ class HeteroLogSummaryOperator(BaseOperator):
             from airflow_hetero.logs.streams import compile_patterns
 
             compile_patterns(error_patterns)  # a bad regex fails at DAG parse time, not after reading
+        Thresholds.of(verdict_thresholds)  # so do bad thresholds
+        if series_points is not None and series_points < 1:
+            raise ValueError(f"series_points must be at least 1, got {series_points}")
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
         self.region_name = region_name
@@ -68,12 +88,21 @@ class HeteroLogSummaryOperator(BaseOperator):
         self.max_xcom_bytes = max_xcom_bytes
         self.error_patterns = list(error_patterns) if error_patterns is not None else None
         self.include_metrics = include_metrics
+        self.verdict_thresholds = dict(verdict_thresholds) if verdict_thresholds is not None else None
+        self.capacity_overrides = (
+            {name: dict(value) for name, value in capacity_overrides.items()} if capacity_overrides else None
+        )
+        self.series_points = series_points
 
     def execute(self, context: Context) -> dict[str, Any]:
-        """Read, summarise, log the table, push ``group_<name>`` keys; return the whole summary."""
+        """Read, summarise, log the table and the verdict, push ``group_<name>`` and ``verdict``;
+        return the whole summary."""
         from airflow_hetero.hooks.training import HeteroTrainingHook
+        from airflow_hetero.links.instance_groups import persist_instance_groups_link
         from airflow_hetero.logs.limits import format_table
+        from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
         from airflow_hetero.logs.summarize import summarize_training_job
+        from airflow_hetero.logs.verdict import format_verdict
 
         if not self.job_name:
             raise ValueError("job_name rendered empty: no training job to summarise")
@@ -87,9 +116,15 @@ class HeteroLogSummaryOperator(BaseOperator):
             error_patterns=self.error_patterns,
             include_metrics=self.include_metrics,
             max_xcom_bytes=self.max_xcom_bytes,
+            verdict_thresholds=self.verdict_thresholds,
+            capacity_overrides=self.capacity_overrides,
+            series_points=self.series_points or DEFAULT_SERIES_POINTS,
         )
         self.log.info("Log summary of %s:\n%s", self.job_name, format_table(summary))
+        self.log.info("%s", format_verdict(summary["verdict"]))
         ti = context["ti"]
         for name, group in summary["groups"].items():
             ti.xcom_push(key=f"group_{name}", value=group)
+        ti.xcom_push(key=VERDICT_XCOM_KEY, value=summary["verdict"])
+        persist_instance_groups_link(context)
         return summary

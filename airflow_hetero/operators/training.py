@@ -7,7 +7,11 @@
 * The job name is derived from ``base_job_name`` and a stable hash of dag_id, task_id, run_id and
   map index, so a retry of the task instance finds the job its earlier try started: a running
   job is re-attached, a completed one returns its result, a failed or stopped one is followed by
-  a new job with a fresh suffix. One CreateTrainingJob per logical attempt, never two.
+  a new job with a fresh suffix, a stopping one is waited for first. Only a job carrying this task
+  instance's identity (:mod:`airflow_hetero.hooks.identity`) is ever re-attached; another job of
+  the same name counts as taken. One job per logical attempt, never two (docs/failure-semantics.md).
+* Every way the task ends while its job runs stops the job (kill, clear, mark failed/success,
+  ``execution_timeout``, deadline), deferred or not; a triggerer restart does not.
 * Waiting: synchronous (one DescribeTrainingJob per ``check_interval``, every SecondaryStatus
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
@@ -28,12 +32,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
+from airflow_hetero.operators.lifecycle import JobLifecycle, past_job_limit
 
 if TYPE_CHECKING:
     import jinja2
 
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.definition.job import HeteroTrainingJob
+    from airflow_hetero.hooks.identity import TaskIdentity
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.logs.tail import LogTailer
 
@@ -41,7 +47,7 @@ OnExistingJob = Literal["reattach", "fail", "new"]
 _ON_EXISTING = ("reattach", "fail", "new")
 
 
-class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
+class HeteroTrainingOperator(JobLifecycle, JobOutputsMixin, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -107,9 +113,9 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         elif isinstance(job, os.PathLike):
             job = os.fspath(job)
         if isinstance(job, Mapping) and not _has_template(job):
-            from airflow_hetero.definition.job import load_job
+            from airflow_hetero.definition.validated import validate_once
 
-            load_job(job)  # nothing to render: a bad definition fails now, at DAG-parse time
+            validate_once(job)  # nothing to render: a bad definition fails now, at DAG-parse time
         self.job: Mapping[str, Any] | str = job
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
@@ -124,6 +130,8 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         self.fail_on_stopped = fail_on_stopped
         self.on_existing_job = on_existing_job
         self.active_job_name: str | None = None  # the job on_kill stops
+        self.submitted_at: float | None = None  # epoch of our own CreateTrainingJob (not-found grace)
+        self.wait_limit: float | None = None  # the submitted job's MaxRuntime (+ MaxWait) + margin
 
     # -- pieces ------------------------------------------------------------------------------
 
@@ -198,33 +206,15 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
                 yield self.job_name if attempt == 0 else f"{self.job_name}-{attempt}"
             return
         ti: Any = context["ti"]
-        key = naming.stable_hash(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
         base = base_job_name(job)
+        key = naming.task_key(base, ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
         for attempt in range(naming.MAX_ATTEMPT + 1):
             yield naming.derived_job_name(base, key, attempt)
 
-    def choose_job(
-        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, context: Context
-    ) -> tuple[str, dict[str, Any] | None]:
-        """The name to use and its existing job (to re-attach to), or None to submit a new one."""
-        from airflow_hetero.hooks.outcome import classify
-
-        for name in self.candidate_names(job, context):
-            existing = hook.find_training_job(name)
-            if existing is None:
-                return name, None
-            status = existing.get("TrainingJobStatus")
-            if self.on_existing_job == "fail":
-                raise AirflowFailException(f"Training job {name} already exists ({status}) and on_existing_job='fail'")
-            state = classify(existing)
-            if self.on_existing_job == "reattach" and state in ("running", "succeeded"):
-                self.log.info("Re-attaching to training job %s (%s), not submitting a new one", name, status)
-                return name, existing
-            self.log.info("Training job %s exists (%s); trying the next name", name, status)
-        raise AirflowFailException("Every job name for this task instance is taken")
-
-    def submit(self, hook: HeteroTrainingHook, job: HeteroTrainingJob, name: str, region: str) -> None:
-        """Package and upload a local source_dir, then send the one CreateTrainingJob."""
+    def submit(
+        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, name: str, region: str, identity: TaskIdentity
+    ) -> None:
+        """Package and upload a local source_dir, then send the one CreateTrainingJob (identity stamped)."""
         from airflow_hetero.definition.errors import JobDefinitionError
         from airflow_hetero.definition.request import build_training_request
         from airflow_hetero.definition.source import (
@@ -233,56 +223,64 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             source_upload_uri,
             upload_extra_args,
         )
+        from airflow_hetero.hooks.outcome import wait_limit_seconds
 
         try:
-            request = build_training_request(job, job_name=name, region=region)
+            request = identity.stamp(build_training_request(job, job_name=name, region=region))
             upload_uri = source_upload_uri(job, name)
             code = package_source_dir(job, base=self.base_dir()) if upload_uri else None
-        except (JobDefinitionError, SourceDirError) as err:
+        except (JobDefinitionError, SourceDirError, ValueError) as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
         if upload_uri and code is not None:
             hook.upload_bytes(code, upload_uri, upload_extra_args(job))
             self.log.info("Uploaded training code (%d bytes) to %s", len(code), upload_uri)
         self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(request, indent=2, default=str))
         self.active_job_name = name
-        answer = hook.create_training_job(request)
+        self.submitted_at = time.time()
+        answer = hook.create_training_job(request, identity=identity.digest)
+        self.wait_limit = wait_limit_seconds(request)
         groups = ", ".join(
             f"{g['InstanceGroupName']}={g['InstanceCount']}x{g['InstanceType']}"
             for g in request["ResourceConfig"].get("InstanceGroups", [])
         )
-        self.log.info("Submitted training job %s (%s) %s", name, answer.get("TrainingJobArn"), groups)
+        how = "Adopted (the create's answer was lost)" if answer.get("Adopted") else "Submitted"
+        self.log.info("%s training job %s (%s) %s", how, name, answer.get("TrainingJobArn"), groups)
 
     # -- execution ---------------------------------------------------------------------------
 
     @records_outputs
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
-        from airflow_hetero.hooks.outcome import classify, resolve_outcome, result_dict
+        from airflow_hetero.hooks.outcome import classify, resolve_outcome, result_dict, wait_limit_seconds
         from airflow_hetero.links.training import persist_job_links
 
         started = time.monotonic()
+        started_at = time.time()
         job = self.load_definition(context)
         hook = self.make_hook()
         region = hook.conn_region_name
-        name, describe = self.choose_job(hook, job, context)
+        name, describe = self.start_job(hook, job, context, region)
         self.active_job_name = name
-        if describe is None:
-            self.submit(hook, job, name, region)
+        if describe is not None:
+            self.wait_limit = wait_limit_seconds(describe)
         persist_job_links(context, job_name=name, region=region)
         if describe is not None and classify(describe) == "succeeded":
             self.log.info("Training job %s already completed: returning its result", name)
             return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
         if not self.wait_for_completion:
-            return result_dict(describe or hook.describe_training_job(name))
+            return result_dict(describe or self.describe_fresh(hook, name))
         if self.deferrable:
-            self.defer_wait(name)
+            self.defer_wait(name, started_at)
         return self.wait(hook, name, describe, started)
 
-    def defer_wait(self, name: str) -> None:
-        """Hand the wait to the triggerer (deadline: max_ingestion_time, else the job's limits)."""
+    def defer_wait(self, name: str, started_at: float | None = None) -> None:
+        """Hand the wait to the triggerer (deadlines counted from the task's start, see deferral_deadline)."""
+        from datetime import timedelta
+
         from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
-        deadline = None if self.max_ingestion_time is None else time.time() + self.max_ingestion_time
+        started_at = time.time() if started_at is None else started_at
+        deadline, reason, airflow_timeout = self.deferral_deadline(started_at)
         self.defer(
             trigger=HeteroTrainingTrigger(
                 name,
@@ -293,8 +291,12 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
                 poll_interval=float(self.check_interval),
                 deadline=deadline,
                 stop_on_kill=True,
+                started_at=started_at,
+                created_at=self.submitted_at,
+                deadline_reason=reason,
             ),
             method_name="execute_complete",
+            timeout=None if airflow_timeout is None else timedelta(seconds=airflow_timeout),
         )
 
     def wait(
@@ -302,23 +304,28 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     ) -> dict[str, Any]:
         """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
         from airflow_hetero._retry import is_transient
-        from airflow_hetero.hooks.outcome import TrainingJobTimeoutError, classify, resolve_outcome
+        from airflow_hetero.hooks.outcome import TrainingJobTimeoutError, classify, resolve_outcome, wait_limit_seconds
+        from airflow_hetero.hooks.training import is_not_found
 
         logged = 0  # SecondaryStatusTransitions already written to the task log
         tailer: LogTailer | None = None
         failing_since: float | None = None  # start of the current run of failed polls
+        stopping_since: float | None = None  # first poll that saw Stopping
         while True:
             if describe is None:
                 try:
                     describe = hook.describe_training_job(name)
                     failing_since = None
                 except Exception as exc:
-                    if not is_transient(exc):
+                    if is_not_found(exc) and self.just_created():
+                        self.log.warning("Training job %s not found yet (just created): will look again", name)
+                    elif not is_transient(exc):
                         raise
-                    failing_since = failing_since or time.monotonic()
-                    if time.monotonic() - failing_since > self.transient_grace_seconds:
-                        raise  # a long outage: fail; the retry re-attaches to the job
-                    self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
+                    else:
+                        failing_since = failing_since or time.monotonic()
+                        if time.monotonic() - failing_since > self.transient_grace_seconds:
+                            raise  # a long outage: fail; the retry re-attaches to the job
+                        self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
             state = None
             transition = False  # a new SecondaryStatus: new log streams may have appeared
             if describe is not None:
@@ -332,13 +339,32 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             if describe is not None and state != "running":
                 self.active_job_name = None
                 return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
-            if self.max_ingestion_time is not None and time.monotonic() - started > self.max_ingestion_time:
+            status = str((describe or {}).get("TrainingJobStatus"))
+            if describe is not None and status == "Stopping":
+                stopping_since = stopping_since or time.monotonic()
+                if time.monotonic() - stopping_since > self.stopping_timeout_seconds:
+                    raise TrainingJobTimeoutError(
+                        f"Training job {name} is still Stopping after {self.stopping_timeout_seconds:g}s "
+                        "(stopping_timeout_seconds)",
+                        job_name=name,
+                        status=status,
+                    )
+            elif self.max_ingestion_time is not None and time.monotonic() - started > self.max_ingestion_time:
                 hook.stop_training_job(name)
                 raise TrainingJobTimeoutError(
                     f"Training job {name} exceeded max_ingestion_time ({self.max_ingestion_time}s); "
                     "it was asked to stop",
                     job_name=name,
-                    status=str((describe or {}).get("TrainingJobStatus")),
+                    status=status,
+                )
+            elif describe is not None and past_job_limit(describe):
+                limit = wait_limit_seconds(describe)
+                hook.stop_training_job(name)
+                raise TrainingJobTimeoutError(
+                    f"Training job {name} still {status} {limit}s after its creation, beyond its MaxRuntime "
+                    "(+ MaxWait) plus margin; it was asked to stop",
+                    job_name=name,
+                    status=status,
                 )
             time.sleep(self.check_interval)
             describe = None
@@ -395,11 +421,12 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
                 tailer.emit_tail()
             except Exception as exc:
                 self.log.warning("Could not read the logs of %s: %s", self.active_job_name, exc)
-        timeout_message = (
-            f"exceeded max_ingestion_time ({self.max_ingestion_time}s)"
-            if self.max_ingestion_time is not None
-            else "did not finish within its MaxRuntime (+ MaxWait) plus margin"
-        )
+        if event.get("deadline_reason"):
+            timeout_message = f"reached its deadline: {event['deadline_reason']}"
+        elif self.max_ingestion_time is not None:
+            timeout_message = f"exceeded max_ingestion_time ({self.max_ingestion_time}s)"
+        else:
+            timeout_message = "did not finish within its MaxRuntime (+ MaxWait) plus margin"
         result = outcome_from_event(
             event,
             describe=hook.describe_training_job,

@@ -1,10 +1,20 @@
 """HeteroTrainingTrigger: wait for a training job in the triggerer, without a hidden time cap.
 
-Polls DescribeTrainingJob through the Amazon provider's async (aiobotocore) client. Transient
-errors are retried and, if a poll still fails, the next poll tries again: they never end the
-wait on their own. The wait ends when the job finishes, when the deadline passes, or on a
-permanent error; each ends with one event. The default deadline is the job's own CreationTime
-+ MaxRuntime (+ MaxWait for spot) + a margin, so a triggerer restart does not extend it.
+Status comes from the event loop's shared :class:`~airflow_hetero.triggers.watcher.JobWatcher`
+(one async client per connection, batched ListTrainingJobs checks, DescribeTrainingJob on a
+change), so one triggerer holds a thousand deferred jobs. Transient errors are retried and, if a
+poll still fails, the next poll tries again: they never end the wait on their own. "Not found"
+within :data:`NOT_FOUND_GRACE_SECONDS` of our own create is eventual consistency, not an error.
+The wait ends when the job finishes, when the deadline passes, or on a permanent error; each ends
+with one event. The default deadline is the job's own CreationTime + MaxRuntime (+ MaxWait for
+spot) + a margin, and, while no Describe has succeeded, ``started_at`` (the task's start) + the
+default limits: a wait is never unbounded, and a triggerer restart does not extend it.
+
+Ending the task stops the job when the trigger owns it (``stop_on_kill``): Airflow 3.3+ calls
+:meth:`on_kill` on mark failed / mark success / clear. Airflow 2.11 has no trigger ``on_kill``:
+there :meth:`cleanup` asks the metadata database whether the task instance is still deferred on
+this trigger, and stops the job when it is not (the trigger did not fire, so a user or a timeout
+ended the task). A triggerer restart leaves the task deferred, so the job keeps running.
 
 The class path ``airflow_hetero.triggers.HeteroTrainingTrigger`` and the kwargs of
 ``serialize()`` are a stable interface: a triggerer may load a trigger serialized by an older
@@ -25,6 +35,10 @@ from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_
 from airflow_hetero.hooks.outcome import classify, wait_limit_seconds
 
 CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
+#: "Not found" this soon after our own CreateTrainingJob is eventual consistency.
+NOT_FOUND_GRACE_SECONDS = 60.0
+#: Airflow 3.3+ calls ``BaseTrigger.on_kill`` on user actions; older releases do not have it.
+HAS_TRIGGER_ON_KILL = hasattr(BaseTrigger, "on_kill")
 
 
 def _epoch(value: Any) -> float | None:
@@ -49,9 +63,14 @@ class HeteroTrainingTrigger(BaseTrigger):
     :param botocore_config: dict of ``botocore.config.Config`` options.
     :param stop_on_kill: stop the job when a user kills the deferred task (mark failed/success,
         clear); the operator sets it for jobs it owns, the sensor does not.
+    :param started_at: epoch seconds the task started (default: now); bounds the wait while no
+        Describe succeeds.
+    :param created_at: epoch seconds of our own CreateTrainingJob, for the not-found grace.
+    :param deadline_reason: which limit ``deadline`` stands for, repeated in the timeout event.
 
     Event payload: ``status`` ("done", "timeout" or "error"), ``job_name``, ``job_status``,
-    ``secondary_status``, ``failure_reason`` and, for errors, ``message``.
+    ``secondary_status``, ``failure_reason``, for timeouts ``deadline_reason`` and, for timeouts
+    and errors, ``message``.
     """
 
     def __init__(
@@ -65,6 +84,9 @@ class HeteroTrainingTrigger(BaseTrigger):
         verify: bool | str | None = None,
         botocore_config: dict[str, Any] | None = None,
         stop_on_kill: bool = False,
+        started_at: float | None = None,
+        created_at: float | None = None,
+        deadline_reason: str | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.job_name = job_name
@@ -75,6 +97,10 @@ class HeteroTrainingTrigger(BaseTrigger):
         self.verify = verify
         self.botocore_config = botocore_config
         self.stop_on_kill = stop_on_kill
+        self.started_at = time.time() if started_at is None else float(started_at)
+        self.created_at = created_at
+        self.deadline_reason = deadline_reason
+        self.fired = False  # an event was yielded: the task resumes, the job is not ours to stop
         # Back off no longer than one poll interval (at most 30 s) between retries of a poll.
         step = min(30.0, float(poll_interval))
         self.retry_policy = RetryPolicy(base_delay=min(1.0, step), max_delay=step)
@@ -92,6 +118,9 @@ class HeteroTrainingTrigger(BaseTrigger):
                 "verify": self.verify,
                 "botocore_config": self.botocore_config,
                 "stop_on_kill": self.stop_on_kill,
+                "started_at": self.started_at,
+                "created_at": self.created_at,
+                "deadline_reason": self.deadline_reason,
             },
         )
 
@@ -101,9 +130,7 @@ class HeteroTrainingTrigger(BaseTrigger):
 
         return HeteroTrainingHook.for_task(self)
 
-    def _event(
-        self, status: str, describe: dict[str, Any] | None, message: str | None = None
-    ) -> TriggerEvent:
+    def _event(self, status: str, describe: dict[str, Any] | None, message: str | None = None) -> TriggerEvent:
         describe = describe or {}
         payload: dict[str, Any] = {
             "status": status,
@@ -114,56 +141,75 @@ class HeteroTrainingTrigger(BaseTrigger):
         }
         if message is not None:
             payload["message"] = message
+        if status == "timeout":
+            payload["deadline_reason"] = self.deadline_reason
+        self.fired = True
         return TriggerEvent(payload)  # type: ignore[no-untyped-call]
 
-    def _deadline_for(self, describe: dict[str, Any]) -> float | None:
+    def _deadline_for(self, describe: dict[str, Any] | None) -> float:
+        """The explicit deadline; else the job's CreationTime + limits; else the task's start + default limits."""
         if self.deadline is not None:
             return float(self.deadline)
-        created = _epoch(describe.get("CreationTime"))
-        return None if created is None else created + wait_limit_seconds(describe)
+        created = _epoch((describe or {}).get("CreationTime"))
+        if created is None or describe is None:
+            return self.started_at + wait_limit_seconds(describe or {})
+        return created + wait_limit_seconds(describe)
+
+    def _just_created(self) -> bool:
+        return self.created_at is not None and time.time() - float(self.created_at) < NOT_FOUND_GRACE_SECONDS
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        """Poll until the job finishes, the deadline passes or a permanent error occurs."""
-        hook = self._hook()
-        deadline = None if self.deadline is None else float(self.deadline)
+        """Wait until the job finishes, the deadline passes or a permanent error occurs.
+
+        Status comes from the loop's shared :class:`~airflow_hetero.triggers.watcher.JobWatcher`:
+        one client and batched checks for every trigger of the same connection.
+        """
+        from airflow_hetero.hooks.training import is_not_found
+        from airflow_hetero.triggers.watcher import JobWatcher, watch_key
+
+        key = watch_key(self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
+        watcher = JobWatcher.shared(key, self._hook, self.retry_policy)
+        deadline = self._deadline_for(None)  # until a Describe succeeds: counted from the task's start
+        known = self.deadline is not None
+        # a deadline that has already passed still gives the first check a moment, so the
+        # timeout event can carry the job's state
+        first_answer_by = time.time() + min(max(float(self.poll_interval), 2.0), 30.0)
         last: dict[str, Any] | None = None
-        async with await hook.get_async_conn() as client:
+        async with watcher.subscribe(self.job_name, self.poll_interval) as subscription:
             while True:
+                until = deadline if last is not None else max(deadline, first_answer_by)
                 try:
-                    describe: dict[str, Any] = await acall_with_retry(
-                        client.describe_training_job,
-                        policy=self.retry_policy,
-                        what=f"DescribeTrainingJob {self.job_name}",
-                        TrainingJobName=self.job_name,
-                    )
-                except Exception as exc:
-                    if not is_transient(exc):
-                        self.log.error("Stopped watching training job %s: %s", self.job_name, exc)
-                        yield self._event("error", last, f"{type(exc).__name__}: {exc}")
-                        return
-                    self.log.warning("Training job %s: still failing transiently: %s", self.job_name, exc)
-                else:
-                    last = describe
-                    if deadline is None:
-                        deadline = self._deadline_for(describe)
-                    try:
-                        finished = classify(describe) != "running"
-                    except ValueError as exc:
-                        yield self._event("error", describe, str(exc))
-                        return
-                    if finished:
-                        yield self._event("done", describe)
-                        return
-                    self.log.info(
-                        "Training job %s: %s / %s",
-                        self.job_name,
-                        describe.get("TrainingJobStatus"),
-                        describe.get("SecondaryStatus"),
-                    )
-                if deadline is not None and time.time() >= deadline:
+                    answer = await asyncio.wait_for(subscription.updates.get(), max(0.0, until - time.time()))
+                except TimeoutError:
                     yield self._event("timeout", last, f"deadline {deadline:.0f} passed")
                     return
-                await asyncio.sleep(self.poll_interval)
+                if isinstance(answer, BaseException):
+                    if is_not_found(answer) and self._just_created():
+                        self.log.warning("Training job %s not found yet (just created): will look again", self.job_name)
+                    elif not is_transient(answer):
+                        self.log.error("Stopped watching training job %s: %s", self.job_name, answer)
+                        yield self._event("error", last, f"{type(answer).__name__}: {answer}")
+                        return
+                    else:
+                        self.log.warning("Training job %s: still failing transiently: %s", self.job_name, answer)
+                    continue
+                last = answer
+                if not known:
+                    deadline, known = self._deadline_for(answer), True
+                try:
+                    finished = classify(answer) != "running"
+                except ValueError as exc:
+                    yield self._event("error", answer, str(exc))
+                    return
+                if finished:
+                    yield self._event("done", answer)
+                    return
+                self.log.info(
+                    "Training job %s: %s / %s",
+                    self.job_name,
+                    answer.get("TrainingJobStatus"),
+                    answer.get("SecondaryStatus"),
+                )
 
     async def on_kill(self) -> None:
         """A user killed the deferred task: stop the job when this trigger owns it."""
@@ -184,3 +230,37 @@ class HeteroTrainingTrigger(BaseTrigger):
                 self.log.info("Training job %s not stopped: %s", self.job_name, exc)
                 return
         self.log.info("Requested stop of training job %s (task killed)", self.job_name)
+
+    async def cleanup(self) -> None:
+        """Airflow 2.11 only (no trigger ``on_kill`` there): stop the job when the task left deferral.
+
+        Runs on every exit of the trigger. It stops the job only when this trigger owns it, did not
+        fire, and the task instance is no longer deferred (marked failed/success, cleared, timed
+        out); on a triggerer restart the task is still deferred and the job keeps running.
+        """
+        if HAS_TRIGGER_ON_KILL or not self.stop_on_kill or self.fired:
+            return
+        try:
+            left = await asyncio.to_thread(self.task_left_deferral)
+        except Exception as exc:
+            self.log.warning("Could not read the state of the task of %s: %s", self.job_name, exc)
+            return
+        if left:
+            self.log.info("The task of training job %s is no longer deferred: stopping the job", self.job_name)
+            await self.on_kill()
+
+    def task_left_deferral(self) -> bool:
+        """True when this trigger's task instance is no longer deferred (Airflow 2.11's metadata DB)."""
+        ti = getattr(self, "task_instance", None)
+        if ti is None:
+            return False
+        from airflow.models.taskinstance import TaskInstance
+        from airflow.utils.session import create_session
+
+        with create_session() as session:
+            state = (
+                session.query(TaskInstance.state)
+                .filter_by(dag_id=ti.dag_id, task_id=ti.task_id, run_id=ti.run_id, map_index=ti.map_index)
+                .scalar()
+            )
+        return str(getattr(state, "value", state)) != "deferred"

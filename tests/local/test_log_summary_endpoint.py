@@ -214,7 +214,11 @@ def test_operator_pushes_each_group_and_returns_the_summary(
 
     _check_groups(summary, _layout(endpoint, completed_job))
     pushed = {call.kwargs["key"]: call.kwargs["value"] for call in ti.xcom_push.call_args_list}
-    assert pushed == {f"group_{name}": group for name, group in summary["groups"].items()}
+    assert pushed == {
+        **{f"group_{name}": group for name, group in summary["groups"].items()},
+        "verdict": summary["verdict"],
+        "_link_InstanceGroupsLink": pushed["_link_InstanceGroupsLink"],
+    }
     assert all(len(lines) <= 2 for lines in pushed["group_data_group"]["tail"].values())
     assert pushed["group_dnn_group"]["metrics"]["train:loss"]["best"] == 0.4
     assert pushed["group_data_group"]["utilization"]["cpu"] is not None

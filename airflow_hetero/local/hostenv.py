@@ -1,0 +1,76 @@
+"""What a host process is started with: its command line and its environment.
+
+The environment is the endpoint's own minus anything that would point the host at real AWS or a
+previous job (``AWS_*``, ``SM_*``, ...), plus fake credentials and ``AWS_ENDPOINT_URL`` (so boto3
+inside a script talks to the endpoint), the request's ``Environment``, the toolkit's ``SM_*``
+block, the launcher variables, and the host-name resolver first on ``PYTHONPATH``
+(:mod:`airflow_hetero.local.hostnames`, copied as ``sitecustomize.py`` by :func:`install_resolver`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from airflow_hetero.local import hostnames
+from airflow_hetero.local.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY
+
+INHERIT_DROP = ("SM_", "AWS_", "SAGEMAKER_", "AIRFLOW_HETERO_", "TRAINING_JOB_")
+
+
+def install_resolver(directory: Path) -> None:
+    """Write the host-name resolver as ``directory/sitecustomize.py``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(hostnames.__file__, directory / "sitecustomize.py")
+
+
+def command(program: str, args: list[str]) -> list[str]:
+    """The toolkit's command line: ``python -- train.py --hp value ...``, other programs through sh."""
+    if program.endswith(".py"):
+        return [sys.executable, "--", program, *args]
+    return ["/bin/sh", "-c", f"./{shlex.quote(program)} " + " ".join(shlex.quote(a) for a in args)]
+
+
+def host_environment(
+    *,
+    region: str,
+    endpoint_url: str,
+    request_env: dict[str, str],
+    variables: dict[str, str],
+    launcher: dict[str, str],
+    job: dict[str, str],
+    addresses: dict[str, str],
+    base_dir: Path,
+    code_dir: Path,
+    resolver_dir: Path,
+) -> dict[str, str]:
+    """The full environment of one host process (``job``: TRAINING_JOB_NAME / TRAINING_JOB_ARN)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(INHERIT_DROP)}
+    env.update(
+        {
+            "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_KEY,
+            "AWS_DEFAULT_REGION": region,
+            "AWS_REGION": region,
+            "AWS_ENDPOINT_URL": endpoint_url,
+        }
+    )
+    env.update(request_env)
+    env.update(variables)
+    env.update(launcher)
+    env.update(job)
+    env.update(
+        {
+            "SAGEMAKER_BASE_DIR": str(base_dir),
+            hostnames.ADDRESSES_ENV: json.dumps(addresses),
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(resolver_dir), str(code_dir), os.environ.get("PYTHONPATH")) if p
+            ),
+        }
+    )
+    return env

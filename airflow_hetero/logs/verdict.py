@@ -1,0 +1,301 @@
+"""Which instance group holds the job back: a verdict from a summary's utilisation (pure).
+
+Each group is judged on its *primary* resource: its GPUs when CloudWatch has GPU datapoints for it,
+else its CPUs, as a 0-100 percentage per device (SageMaker's figures divided by the instance's
+vCPUs or GPUs, see :mod:`airflow_hetero.logs.capacity`). With the :class:`Thresholds`:
+
+* a group at or above ``busy_percent`` is *saturated*; below ``waiting_percent`` it *waits*;
+* a saturated group while another waits is the *bottleneck*: the suggestion scales it so the
+  waiting group would reach ``target_percent`` (at most ``max_scale`` times as many instances);
+* below ``idle_percent`` a group is *idle*; a group of several instances below
+  ``over_provisioned_percent`` is *over-provisioned*, with the count that would reach the target;
+* memory or disk at or above ``pressure_percent`` is noted.
+
+Instance-seconds come from the summary; the share of them spent waiting is the share of a group's
+series buckets in which its primary resource was below ``waiting_percent``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from airflow_hetero.logs.capacity import Capacity, capacity
+
+_NAMES = {"gpu": "GPUs", "cpu": "CPUs"}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The verdict's thresholds, in percent per device (documented in docs/instance-groups.md)."""
+
+    busy_percent: float = 85.0
+    waiting_percent: float = 50.0
+    idle_percent: float = 10.0
+    over_provisioned_percent: float = 30.0
+    target_percent: float = 75.0
+    pressure_percent: float = 90.0
+    max_scale: float = 4.0
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"{item.name} must be a number, got {value!r}")
+            if item.name == "max_scale":
+                if value < 1:
+                    raise ValueError(f"max_scale must be at least 1, got {value}")
+            elif not 0 < value <= 100:
+                raise ValueError(f"{item.name} must be in (0, 100], got {value}")
+        if not self.idle_percent <= self.waiting_percent < self.busy_percent:
+            raise ValueError(
+                "thresholds must satisfy idle_percent <= waiting_percent < busy_percent, got "
+                f"{self.idle_percent}, {self.waiting_percent}, {self.busy_percent}"
+            )
+
+    @classmethod
+    def of(cls, value: Thresholds | Mapping[str, Any] | None) -> Thresholds:
+        """Thresholds from themselves, a partial mapping (unknown names are an error) or None."""
+        if value is None:
+            return cls()
+        if isinstance(value, Thresholds):
+            return value
+        known = {item.name for item in fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(f"unknown verdict threshold(s) {unknown}; known: {sorted(known)}")
+        return cls(**{k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in value.items()})
+
+
+def _capacity_of(instance_type: str | None, overrides: Mapping[str, Capacity | Mapping[str, Any]]) -> Capacity:
+    given = overrides.get(instance_type or "")
+    if given is None:
+        return capacity(instance_type)
+    if isinstance(given, Capacity):
+        return given
+    return Capacity(given.get("cpus"), given.get("gpus"))
+
+
+def _per_device(value: float | None, devices: int | None) -> float | None:
+    if value is None:
+        return None
+    return value / devices if devices else value
+
+
+def _primary(group: Mapping[str, Any], cap: Capacity) -> tuple[str, int | None] | None:
+    """(resource key, devices per instance) the group is judged on; None without datapoints."""
+    util = group.get("utilization") or {}
+    if util.get("gpu") and util["gpu"].get("avg") is not None:
+        return "gpu", cap.gpus
+    if util.get("cpu") and util["cpu"].get("avg") is not None:
+        return "cpu", cap.cpus
+    return None
+
+
+def _waiting_share(series: Mapping[str, Any] | None, resource: str, devices: int | None, below: float) -> float | None:
+    """Share of the series buckets (with data) in which ``resource`` was below ``below`` per device."""
+    values = ((series or {}).get(resource) or {}).get("avg") or []
+    seen = [v for v in values if v is not None]
+    if not seen:
+        return None
+    waiting = sum(1 for v in seen if (_per_device(v, devices) or 0.0) < below)
+    return round(waiting / len(seen), 3)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 or value == 0 else f"{value:.1f}"
+
+
+def _assess(group: Mapping[str, Any], cap: Capacity, limits: Thresholds) -> dict[str, Any]:
+    """One group's entry: primary resource, busy and peak per device, state, waiting share, memory, disk."""
+    util = group.get("utilization") or {}
+    entry: dict[str, Any] = {
+        "resource": None,
+        "busy_percent": None,
+        "peak_percent": None,
+        "state": "no_data",
+        "instance_count": group.get("instance_count"),
+        "cpus": cap.cpus,
+        "gpus": cap.gpus,
+        "instance_seconds": group.get("instance_seconds"),
+        "waiting_share": None,
+        "waiting_instance_seconds": None,
+        "over_provisioned": False,
+        "suggested_count": None,
+    }
+    primary = _primary(group, cap)
+    if primary is None:
+        return entry
+    resource, devices = primary
+    busy = float(util[resource]["avg"]) / (devices or 1)
+    peak = _per_device(util[resource].get("max"), devices)
+    entry.update(resource=resource, busy_percent=round(busy, 1))
+    entry["peak_percent"] = round(peak, 1) if peak is not None else None
+    if devices is None:
+        entry["note"] = f"{resource} figure not divided by devices: unknown instance type"
+    if busy >= limits.busy_percent:
+        entry["state"] = "saturated"
+    elif busy < limits.idle_percent:
+        entry["state"] = "idle"
+    elif busy < limits.waiting_percent:
+        entry["state"] = "waiting"
+    else:
+        entry["state"] = "busy"
+    share = _waiting_share(group.get("series"), resource, devices, limits.waiting_percent)
+    entry["waiting_share"] = share
+    seconds = group.get("instance_seconds")
+    if share is not None and seconds is not None:
+        entry["waiting_instance_seconds"] = round(float(seconds) * share, 1)
+    for key in ("memory", "disk"):
+        value = (util.get(key) or {}).get("avg")
+        if value is None and key == "disk":  # not in the utilisation table: from the series
+            seen = [v for v in ((group.get("series") or {}).get("disk") or {}).get("avg") or [] if v is not None]
+            value = sum(seen) / len(seen) if seen else None
+        if value is not None:
+            entry[f"{key}_percent"] = round(float(value), 1)
+    return entry
+
+
+def judge(
+    summary: Mapping[str, Any],
+    thresholds: Thresholds | Mapping[str, Any] | None = None,
+    *,
+    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The verdict of a summary (see the module docstring); a plain JSON-able dict.
+
+    ``capacity_overrides``: instance type -> ``{"cpus": n, "gpus": n}`` where the built-in rule is
+    wrong or the hosts are not what the type says (a local run's host is one process).
+    """
+    limits = Thresholds.of(thresholds)
+    overrides = capacity_overrides or {}
+    groups = {
+        name: _assess(group, _capacity_of(group.get("instance_type"), overrides), limits)
+        for name, group in (summary.get("groups") or {}).items()
+    }
+    judged = {name: g for name, g in groups.items() if g["busy_percent"] is not None}
+    verdict: dict[str, Any] = {
+        "kind": "no_data",
+        "bottleneck": None,
+        "message": "",
+        "suggestion": None,
+        "groups": groups,
+        "idle_groups": [name for name, g in judged.items() if g["state"] == "idle"],
+        "over_provisioned_groups": [],
+        "notes": [],
+        "thresholds": asdict(limits),
+    }
+    totals = [g for g in groups.values() if g["instance_seconds"] is not None]
+    total_seconds = sum(float(g["instance_seconds"]) for g in totals)
+    waited = [g["waiting_instance_seconds"] for g in groups.values() if g["waiting_instance_seconds"] is not None]
+    verdict["instance_seconds"] = round(total_seconds, 1) if totals else None
+    verdict["waiting_instance_seconds"] = round(sum(waited), 1) if waited else None
+    verdict["waiting_share"] = round(sum(waited) / total_seconds, 3) if waited and total_seconds > 0 else None
+
+    def label(name: str) -> str:
+        g = groups[name]
+        return f"{name} {_NAMES[g['resource']]}"
+
+    if summary.get("partial"):
+        verdict["notes"].append("the job is still running: the verdict covers its time so far")
+    for name, g in groups.items():
+        for key in ("memory", "disk"):
+            value = g.get(f"{key}_percent")
+            if value is not None and value >= limits.pressure_percent:
+                verdict["notes"].append(f"{name} {key} at {_fmt(value)}%: close to full")
+        if g.get("note"):
+            verdict["notes"].append(f"{name}: {g['note']}")
+
+    if not judged:
+        verdict["message"] = "No utilisation datapoints: no verdict"
+        return _compact(verdict)
+    saturated = sorted(
+        (n for n, g in judged.items() if g["state"] == "saturated"), key=lambda n: -judged[n]["busy_percent"]
+    )
+    waiting = sorted(
+        (n for n, g in judged.items() if g["busy_percent"] < limits.waiting_percent),
+        key=lambda n: (judged[n]["resource"] != "gpu", judged[n]["busy_percent"]),
+    )
+    bottleneck = saturated[0] if saturated else None
+    waiters = [n for n in waiting if n != bottleneck]
+    parts: list[str] = []
+    if bottleneck and waiters:
+        slow, b = waiters[0], judged[bottleneck]
+        count = int(b["instance_count"] or 1)
+        factor = min(limits.target_percent / max(judged[slow]["busy_percent"], 1.0), limits.max_scale)
+        suggested = max(count + 1, math.ceil(count * factor - 1e-9))
+        verdict.update(kind="bottleneck", bottleneck=bottleneck)
+        verdict["suggestion"] = {"group": bottleneck, "instance_count": suggested}
+        parts.append(
+            f"{label(slow)} {_fmt(judged[slow]['busy_percent'])}% busy while {label(bottleneck)} are at "
+            f"{_fmt(b['busy_percent'])}%: {bottleneck} is the bottleneck; try {suggested} {bottleneck} instances"
+        )
+    elif bottleneck:
+        verdict.update(kind="balanced")
+        parts.append(
+            "Every group is busy ("
+            + ", ".join(f"{label(n)} {_fmt(g['busy_percent'])}%" for n, g in judged.items())
+            + "): no group waits on another"
+        )
+    else:
+        busiest = max(judged, key=lambda n: judged[n]["busy_percent"])
+        verdict.update(kind="not_saturated")
+        parts.append(
+            f"No group is saturated (busiest: {label(busiest)} at {_fmt(judged[busiest]['busy_percent'])}%): the job "
+            "waits on something outside the instances' CPUs and GPUs (input I/O, network, the script's own pauses)"
+        )
+    for name, g in judged.items():
+        count = int(g["instance_count"] or 1)
+        if name == bottleneck or count < 2 or g["busy_percent"] >= limits.over_provisioned_percent:
+            continue
+        fewer = max(1, math.ceil(count * g["busy_percent"] / limits.target_percent))
+        if fewer < count:
+            g.update(over_provisioned=True, suggested_count=fewer)
+            verdict["over_provisioned_groups"].append(name)
+            parts.append(
+                f"{name} is over-provisioned: {_fmt(g['busy_percent'])}% busy; "
+                f"{fewer} instance{'s' if fewer > 1 else ''} would do"
+            )
+    idle = [n for n in verdict["idle_groups"] if n not in verdict["over_provisioned_groups"]]
+    if idle:
+        parts.append("idle: " + ", ".join(f"{label(n)} at {_fmt(judged[n]['busy_percent'])}%" for n in idle))
+    verdict["message"] = "; ".join(parts)
+    return _compact(verdict)
+
+
+def _compact(verdict: dict[str, Any]) -> dict[str, Any]:
+    """Leave out a group's empty fields (None, ``over_provisioned: false``, the note already in
+    ``notes``): the verdict travels inside the size-bounded summary."""
+    for name, g in verdict["groups"].items():
+        verdict["groups"][name] = {
+            k: v for k, v in g.items() if v is not None and k != "note" and not (k == "over_provisioned" and not v)
+        }
+    return verdict
+
+
+def format_verdict(verdict: Mapping[str, Any]) -> str:
+    """The verdict for the task log: the message, then instance time per group and what waited."""
+    lines = [f"Verdict: {verdict.get('message') or '-'}"]
+    for name, g in (verdict.get("groups") or {}).items():
+        busy, seconds = g.get("busy_percent"), g.get("instance_seconds")
+        share = g.get("waiting_share")
+        lines.append(
+            f"  {name}: "
+            + (
+                f"{_NAMES[g['resource']]} {_fmt(busy)}% busy (peak {_fmt(g.get('peak_percent') or 0)}%), "
+                if busy is not None
+                else "no datapoints, "
+            )
+            + (f"{seconds:g} instance-seconds" if seconds is not None else "instance-seconds unknown")
+            + (f", waiting {share:.0%} of the time" if share is not None else "")
+            + f" [{g['state']}]"
+        )
+    if verdict.get("waiting_share") is not None:
+        lines.append(
+            f"  instance time spent waiting: {verdict['waiting_instance_seconds']:g} of "
+            f"{verdict['instance_seconds']:g} instance-seconds ({verdict['waiting_share']:.0%})"
+        )
+    lines.extend(f"  note: {note}" for note in verdict.get("notes") or ())
+    return "\n".join(lines)

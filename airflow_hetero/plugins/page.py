@@ -1,0 +1,191 @@
+"""The "Instance groups" page: per-group utilisation charts and the verdict, as one self-contained HTML page (pure).
+
+Input is the summary of :func:`airflow_hetero.logs.summarize.summarize_training_job` as stored in
+XCom. Charts are inline SVG drawn here, styles are inline, and there is no script: the page loads
+nothing from anywhere (the app serves it with a CSP that forbids it). Values are drawn per device
+(SageMaker's CPU and GPU figures divided by the instance's vCPUs or GPUs), 0-100 %.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from html import escape
+from typing import Any
+
+from airflow_hetero.logs.capacity import capacity
+from airflow_hetero.logs.series import SERIES_METRICS
+
+#: Series key -> (label, colour, device kind dividing it).
+LINES: dict[str, tuple[str, str, str | None]] = {
+    "cpu": ("CPU", "#1f77b4", "cpus"),
+    "memory": ("memory", "#2ca02c", None),
+    "gpu": ("GPU", "#d62728", "gpus"),
+    "gpu_memory": ("GPU memory", "#ff7f0e", "gpus"),
+    "disk": ("disk", "#7f7f7f", None),
+}
+#: Content-Security-Policy of the page: nothing but itself, inline styles and no scripts.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'"
+WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 200, 44, 12, 12, 30
+
+STYLE = """
+body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:16px;color:#1a202c;background:#fff}
+h1{font-size:18px;margin:0 0 8px}h2{font-size:15px;margin:18px 0 4px}
+.verdict{border-left:6px solid #718096;background:#f7fafc;padding:10px 14px;margin:10px 0;font-size:15px}
+.verdict.bottleneck{border-color:#e53e3e;background:#fff5f5}.verdict.balanced{border-color:#38a169;background:#f0fff4}
+.verdict.not_saturated{border-color:#d69e2e;background:#fffff0}
+.muted{color:#4a5568;font-size:12px}table{border-collapse:collapse;margin:6px 0}
+td,th{border-bottom:1px solid #e2e8f0;padding:3px 10px;text-align:left;font-size:13px}th{background:#edf2f7}
+.legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:14px;
+height:3px;margin-right:4px;vertical-align:middle}svg{display:block}
+"""
+
+
+def _num(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{float(value):.{digits}f}"
+
+
+def _devices(group: Mapping[str, Any], judged: Mapping[str, Any]) -> dict[str, int | None]:
+    """vCPUs and GPUs per instance: the verdict's (which honours overrides), else the built-in rule."""
+    cap = capacity(group.get("instance_type"))
+    return {"cpus": judged.get("cpus", cap.cpus), "gpus": judged.get("gpus", cap.gpus)}
+
+
+def chart(series: Mapping[str, Any], devices: Mapping[str, int | None], thresholds: Mapping[str, Any]) -> str:
+    """One group's series as an inline SVG line chart, per device, with the busy and waiting lines."""
+    count = int(series.get("points") or 0)
+    step = float(series.get("step_seconds") or 60)
+    lines: list[tuple[str, str, list[float | None]]] = []
+    for key in SERIES_METRICS.values():
+        values = (series.get(key) or {}).get("avg")
+        if not values:
+            continue
+        label, colour, kind = LINES[key]
+        divisor = devices.get(kind) if kind else 1
+        scaled = [None if v is None else float(v) / (divisor or 1) for v in values]
+        lines.append((label + ("" if divisor or not kind else " (summed)"), colour, scaled))
+    top = max([100.0, *(v for _, _, vs in lines for v in vs if v is not None)])
+    top = 100.0 if top <= 100 else float(int(top / 100 + 1) * 100)
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(i: float) -> float:
+        return LEFT + (plot_w * (i + 0.5) / count if count else 0)
+
+    def y(v: float) -> float:
+        return TOP + plot_h * (1 - min(v, top) / top)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" role="img" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}"><rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" '
+        'fill="#fbfdff" stroke="#cbd5e0"/>'
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        ty = y(top * tick)
+        parts.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="#edf2f7"/>')
+        parts.append(f'<text x="{LEFT - 4}" y="{ty + 4:.1f}" font-size="10" text-anchor="end">{top * tick:.0f}%</text>')
+    for name, colour in (("busy_percent", "#e53e3e"), ("waiting_percent", "#d69e2e")):
+        if thresholds.get(name) is not None:
+            ty = y(float(thresholds[name]))
+            parts.append(
+                f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{colour}" '
+                'stroke-dasharray="4 3" stroke-width="1"/>'
+            )
+    minutes = count * step / 60
+    for frac, anchor in ((0, "start"), (0.5, "middle"), (1, "end")):
+        tx = LEFT + plot_w * frac
+        label = f"{minutes * frac:.0f} min"
+        parts.append(f'<text x="{tx:.1f}" y="{HEIGHT - 12}" font-size="10" text-anchor="{anchor}">{label}</text>')
+    for _label, colour, values in lines:
+        runs: list[list[str]] = [[]]
+        for i, v in enumerate(values):
+            if v is None:
+                runs.append([])
+            else:
+                runs[-1].append(f"{x(i):.1f},{y(v):.1f}")
+        for run in runs:
+            if len(run) == 1:
+                cx, cy = run[0].split(",")
+                parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{colour}"/>')
+            elif run:
+                parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(run)}"/>')
+    parts.append("</svg>")
+    legend = "".join(f'<span><i style="background:{colour}"></i>{escape(label)}</span>' for label, colour, _ in lines)
+    return "".join(parts) + f'<div class="legend">{legend}<span class="muted">dashed: busy / waiting thresholds'
+    "</span></div>"
+
+
+def _verdict_table(verdict: Mapping[str, Any], groups: Mapping[str, Any]) -> str:
+    rows = [
+        "<tr><th>group</th><th>instances</th><th>judged on</th><th>busy</th><th>peak</th><th>state</th>"
+        "<th>instance-seconds</th><th>waiting</th></tr>"
+    ]
+    for name, judged in (verdict.get("groups") or {}).items():
+        group = groups.get(name) or {}
+        share = judged.get("waiting_share")
+        resource = {"gpu": "GPUs", "cpu": "CPUs"}.get(judged.get("resource") or "", "-")
+        suffix = f" (try {judged['suggested_count']})" if judged.get("over_provisioned") else ""
+        rows.append(
+            "<tr>"
+            f"<td>{escape(name)}</td>"
+            f"<td>{escape(str(group.get('instance_count', '?')))} x "
+            f"{escape(str(group.get('instance_type') or '?'))}</td>"
+            f"<td>{resource}</td><td>{_num(judged.get('busy_percent'))}%</td>"
+            f"<td>{_num(judged.get('peak_percent'))}%</td><td>{escape(str(judged.get('state')))}{escape(suffix)}</td>"
+            f"<td>{_num(judged.get('instance_seconds'))}</td>"
+            f"<td>{'-' if share is None else f'{float(share):.0%}'}</td>"
+            "</tr>"
+        )
+    return f"<table>{''.join(rows)}</table>"
+
+
+def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
+    """The whole page for one task instance's summary (``where`` names the task instance);
+    a short explanation when the task pushed no summary."""
+    head = f'<!doctype html><html><head><meta charset="utf-8"><title>Instance groups</title><style>{STYLE}</style>'
+    head += "</head><body>"
+    if not isinstance(summary, Mapping) or not isinstance(summary.get("groups"), Mapping):
+        return (
+            head + "<h1>Instance groups</h1><p>This task instance has no instance-group summary in XCom. "
+            "The view shows the <code>return_value</code> of a <code>HeteroLogSummaryOperator</code> task "
+            f"(or of a task returning <code>summarize_training_job(...)</code>).</p>"
+            f'<p class="muted">{escape(where)}</p></body></html>'
+        )
+    groups: Mapping[str, Any] = summary["groups"]
+    verdict: Mapping[str, Any] = summary.get("verdict") or {}
+    thresholds = verdict.get("thresholds") or {}
+    body = [
+        f"<h1>Instance groups of {escape(str(summary.get('training_job_name')))} "
+        f'<span class="muted">{escape(str(summary.get("status")))}'
+        f"{' (partial: still running)' if summary.get('partial') else ''}</span></h1>",
+        f'<div class="verdict {escape(str(verdict.get("kind", "")))}"><b>Verdict:</b> '
+        f"{escape(str(verdict.get('message') or 'no verdict in this summary'))}</div>",
+    ]
+    if verdict.get("groups"):
+        body.append(_verdict_table(verdict, groups))
+    if verdict.get("waiting_share") is not None:
+        body.append(
+            f'<p class="muted">Instance time spent waiting: {_num(verdict.get("waiting_instance_seconds"))} of '
+            f"{_num(verdict.get('instance_seconds'))} instance-seconds ({float(verdict['waiting_share']):.0%}).</p>"
+        )
+    body.extend(f'<p class="muted">Note: {escape(str(note))}</p>' for note in verdict.get("notes") or ())
+    for name, group in groups.items():
+        judged = (verdict.get("groups") or {}).get(name) or {}
+        body.append(
+            f"<h2>{escape(name)} <span class='muted'>{escape(str(group.get('instance_count')))} x "
+            f"{escape(str(group.get('instance_type')))}, hosts {escape(', '.join(group.get('hosts') or []) or '-')}"
+            "</span></h2>"
+        )
+        series = group.get("series")
+        if series and series.get("points"):
+            body.append(chart(series, _devices(group, judged), thresholds))
+        else:
+            body.append('<p class="muted">No utilisation series for this group (not read, or none published).</p>')
+    truncated = (summary.get("truncated") or {}).get("series")
+    if truncated:
+        body.append(f'<p class="muted">Series cut to fit the XCom bound: {escape(str(truncated))}</p>')
+    body.append(
+        f'<p class="muted">{escape(where)}. Per device: SageMaker\'s CPU and GPU figures divided by the '
+        "instance's vCPUs or GPUs.</p></body></html>"
+    )
+    return head + "".join(body)

@@ -1,0 +1,153 @@
+"""DAG-parse cost as Airflow 3's DAG processor pays it: pre-import ``airflow.*`` in the parent, fork per parse.
+
+Each variant gets its own long-lived parent process that imports ``airflow.dag_processing.processor``
+and calls the processor's own ``_pre_import_airflow_modules`` on the file (what the real processor
+does before it forks a parser); each parse is then a forked child that runs the processor's own
+``_parse_file`` (DagBag, import errors, serialization) and exits. The child's CPU time comes from
+``os.wait4``'s rusage.
+Variants run interleaved, round after round, so noise hits all alike; the ratio is the median
+over rounds of (variant CPU / EmptyOperator CPU) in the same round.
+
+Variants: the same DAG with an ``EmptyOperator`` (baseline), with ``HeteroTrainingOperator(job=dict)``
+(its definition validated at parse time) and with the Amazon provider's ``SageMakerTrainingOperator``.
+
+    python -m benchmarks.parse_fork [--rounds 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.import_cost import DEFINITION
+
+HEAD = "from airflow.sdk import DAG\n"
+VARIANTS = {
+    "EmptyOperator (baseline)": HEAD
+    + """from airflow.providers.standard.operators.empty import EmptyOperator
+with DAG("bench", schedule=None) as dag:
+    EmptyOperator(task_id="train")
+""",
+    "HeteroTrainingOperator(job=dict)": HEAD
+    + f"""from airflow_hetero.operators import HeteroTrainingOperator
+with DAG("bench", schedule=None) as dag:
+    HeteroTrainingOperator(task_id="train", job={DEFINITION})
+""",
+    "Amazon SageMakerTrainingOperator": HEAD
+    + """from airflow.providers.amazon.aws.operators.sagemaker import SageMakerTrainingOperator
+with DAG("bench", schedule=None) as dag:
+    SageMakerTrainingOperator(task_id="train", config={"TrainingJobName": "x"})
+""",
+}
+
+
+def _parser_process(path: str) -> None:
+    """A processor parent for one DAG file: pre-import its ``airflow.*`` modules, fork per request.
+
+    Reads one line per parse on stdin; prints the forked child's CPU seconds (or ``error``).
+    Each variant gets its own parent, so one variant's pre-imports never help another.
+    """
+    import structlog
+    from airflow.dag_processing.processor import DagFileParseRequest, _parse_file, _pre_import_airflow_modules
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))
+    log = structlog.get_logger("bench")
+    _pre_import_airflow_modules(path, log)
+    request = DagFileParseRequest(file=path, bundle_path=Path(path).parent, bundle_name="bench")
+    for _ in sys.stdin:
+        pid = os.fork()
+        if pid == 0:  # the child: what the processor's parser process does
+            code = 0
+            try:
+                result = _parse_file(request, log)
+                if result is None or result.import_errors or len(result.serialized_dags) != 1:
+                    code = 3
+            except BaseException:
+                code = 4
+            os._exit(code)
+        _, status, usage = os.wait4(pid, 0)
+        ok = os.waitstatus_to_exitcode(status) == 0
+        print(usage.ru_utime + usage.ru_stime if ok else "error", flush=True)
+
+
+def compile_package() -> None:
+    """Write the package's bytecode, as pip does when it installs a wheel.
+
+    An editable install under ``PYTHONDONTWRITEBYTECODE=1`` (set on these machines) would
+    otherwise compile every module from source in every parse, which no deployment pays.
+    """
+    import compileall
+
+    import airflow_hetero
+
+    compileall.compile_dir(str(Path(airflow_hetero.__file__).parent), quiet=1)
+
+
+def measure(rounds: int) -> dict[str, list[float]]:
+    """CPU seconds per parse, per variant, ``rounds`` interleaved rounds (after one warm-up)."""
+    compile_package()
+    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    with tempfile.TemporaryDirectory() as tmp:
+        parents: dict[str, subprocess.Popen[str]] = {}
+        try:
+            for i, (name, source) in enumerate(VARIANTS.items()):
+                path = Path(tmp) / f"bench_dag_{i}.py"
+                path.write_text(source, encoding="utf-8")
+                parents[name] = subprocess.Popen(
+                    [sys.executable, "-m", "benchmarks.parse_fork", "--parent", str(path)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            for round_no in range(rounds + 1):
+                for name, parent in parents.items():
+                    assert parent.stdin is not None and parent.stdout is not None
+                    parent.stdin.write("parse\n")
+                    parent.stdin.flush()
+                    answer = parent.stdout.readline().strip()
+                    if answer in ("", "error"):
+                        raise RuntimeError(f"parsing the {name!r} file failed")
+                    if round_no:  # round 0 warms caches (.pyc files, the file system)
+                        times[name].append(float(answer))
+        finally:
+            for parent in parents.values():
+                if parent.stdin:
+                    parent.stdin.close()
+                parent.wait(timeout=30)
+    return times
+
+
+def report(times: dict[str, list[float]]) -> dict[str, float]:
+    """Print medians and per-round ratios against the baseline; return the ratios."""
+    names = list(times)
+    base = times[names[0]]
+    ratios: dict[str, float] = {}
+    print(f"{'variant':36} {'CPU ms (median)':>16} {'x baseline (median of rounds)':>30}")
+    for name in names:
+        ratio = statistics.median(t / b for t, b in zip(times[name], base, strict=True))
+        ratios[name] = ratio
+        print(f"{name:36} {statistics.median(times[name]) * 1000:16.1f} {ratio:30.3f}")
+    return ratios
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument("--parent", help=argparse.SUPPRESS)  # internal: run one processor parent
+    args = parser.parse_args(argv)
+    if args.parent:
+        _parser_process(args.parent)
+        return 0
+    os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    print(f"DAG parse in the fork model: {args.rounds} rounds, CPU of each forked parse")
+    report(measure(args.rounds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""Deferred jobs on one triggerer: N triggers in one event loop, ours against the Amazon provider's.
+
+A stand-in SageMaker endpoint (its own process: JSON 1.1, DescribeTrainingJob and ListTrainingJobs
+with ``LastModifiedTimeAfter`` and paging) holds N running jobs. Each variant runs in a fresh
+process, as a triggerer does: N triggers started at once in one asyncio loop, then watched for a
+steady window. Measured per variant, in the same run:
+
+* seconds from starting N - 1 triggers at once until every job had been checked once (the
+  endpoint's first DescribeTrainingJob of the job);
+* steady CPU per job per poll interval, in ms (process CPU over the window / N / intervals);
+* memory per trigger: RSS growth / (N - 1) after a first trigger has loaded the libraries and
+  built its client (what any triggerer pays once);
+* event-loop lag: the worst lateness of a 50 ms ticker while the first trigger builds its client
+  (botocore loads the SageMaker service model in the loop, once per client), while the other
+  N - 1 start, and in the steady window.
+
+Baseline: ``SageMakerTrigger`` of the Amazon provider (one hook, one client and one waiter per
+trigger). Ratios are ours / the provider's.
+
+    python -m benchmarks.triggerer [--jobs 1000] [--interval 5] [--window 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+CONN_ID = "bench_sagemaker"
+
+
+# -- the stand-in endpoint -----------------------------------------------------------------------
+
+
+def serve(port_file: str, jobs: int) -> None:
+    """Run the stand-in SageMaker endpoint until killed; write its port to ``port_file``."""
+    start = datetime.now(UTC).timestamp()
+    table = {
+        f"bench-{i}": {
+            "TrainingJobName": f"bench-{i}",
+            "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/bench-{i}",
+            "TrainingJobStatus": "InProgress",
+            "SecondaryStatus": "Training",
+            "CreationTime": start,
+            "LastModifiedTime": start,
+            "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+            "ResourceConfig": {
+                "InstanceGroups": [
+                    {"InstanceGroupName": "data", "InstanceType": "ml.c5.xlarge", "InstanceCount": 2},
+                    {"InstanceGroupName": "dnn", "InstanceType": "ml.p3.2xlarge", "InstanceCount": 1},
+                ],
+                "VolumeSizeInGB": 30,
+            },
+        }
+        for i in range(jobs)
+    }
+    order = sorted(table.values(), key=lambda j: j["LastModifiedTime"], reverse=True)
+    lock = threading.Lock()
+    stats: dict[str, Any] = {"calls": {}, "first_seen": {}}
+
+    def seen(name: str) -> None:
+        stats["first_seen"].setdefault(name, time.time())
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _answer(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/x-amz-json-1.1")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            with lock:
+                self._answer(200, stats)
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            action = (self.headers.get("X-Amz-Target") or "").rsplit(".", 1)[-1]
+            with lock:
+                stats["calls"][action] = stats["calls"].get(action, 0) + 1
+                if action == "DescribeTrainingJob":
+                    job = table.get(body.get("TrainingJobName", ""))
+                    if job is None:
+                        self._answer(400, {"__type": "ValidationException", "message": "Requested resource not found"})
+                        return
+                    seen(job["TrainingJobName"])
+                    self._answer(200, job)
+                elif action == "ListTrainingJobs":
+                    after = float(body.get("LastModifiedTimeAfter") or 0)
+                    items = [j for j in order if j["LastModifiedTime"] > after]
+                    offset = int(body.get("NextToken") or 0)
+                    page = items[offset : offset + int(body.get("MaxResults") or 10)]
+                    answer: dict[str, Any] = {"TrainingJobSummaries": page}
+                    if offset + len(page) < len(items):
+                        answer["NextToken"] = str(offset + len(page))
+                    self._answer(200, answer)
+                else:
+                    self._answer(400, {"__type": "ValidationException", "message": f"{action} not served"})
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 4096  # a thousand clients connecting at once must not be reset
+
+    server = Server(("127.0.0.1", 0), Handler)
+    with open(port_file, "w", encoding="utf-8") as f:
+        f.write(str(server.server_address[1]))
+    server.serve_forever()
+
+
+# -- one triggerer ---------------------------------------------------------------------------------
+
+
+def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dict[str, float]:
+    """In this process: start ``jobs`` triggers in one loop, watch them for ``window`` seconds."""
+    import asyncio
+    import resource
+
+    import psutil
+
+    if variant == "ours":
+        from airflow_hetero.triggers import HeteroTrainingTrigger
+
+        def make(i: int) -> Any:
+            return HeteroTrainingTrigger(f"bench-{i}", aws_conn_id=CONN_ID, poll_interval=interval)
+    else:
+        from airflow.providers.amazon.aws.triggers.sagemaker import SageMakerTrigger
+
+        def make(i: int) -> Any:
+            return SageMakerTrigger(
+                f"bench-{i}", "training", waiter_delay=int(interval), waiter_max_attempts=10**6, aws_conn_id=CONN_ID
+            )
+
+    proc = psutil.Process()
+
+    async def main() -> dict[str, float]:
+        lag = {"first client": 0.0, "start": 0.0, "steady": 0.0}
+        phase = "first client"
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            loop = asyncio.get_running_loop()
+            while not stop.is_set():
+                expected = loop.time() + 0.05
+                await asyncio.sleep(0.05)
+                lag[phase] = max(lag[phase], loop.time() - expected)
+
+        async def consume(trigger: Any) -> None:
+            async for _ in trigger.run():
+                return
+
+        tick = asyncio.ensure_future(ticker())
+        # one trigger first: libraries, connection and the first client are paid once by any triggerer
+        tasks = [asyncio.ensure_future(consume(make(0)))]
+        await asyncio.sleep(max(interval, 3.0))
+        rss_warm = proc.memory_info().rss
+        phase = "start"
+        started = time.time()
+        tasks += [asyncio.ensure_future(consume(make(i))) for i in range(1, jobs)]
+        await asyncio.sleep(max(2 * interval, 10.0))  # everything started and checked at least once
+        phase = "steady"
+        cpu0, t0 = time.process_time(), time.time()
+        await asyncio.sleep(window)
+        cpu1, t1 = time.process_time(), time.time()
+        rss = proc.memory_info().rss
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, tick, return_exceptions=True)
+        polls = (t1 - t0) / interval
+        return {
+            "started": started,
+            "cpu_ms_per_poll": (cpu1 - cpu0) * 1000 / (jobs * polls),
+            "mb_per_trigger": (rss - rss_warm) / 1e6 / max(jobs - 1, 1),
+            "lag_first_ms": lag["first client"] * 1000,
+            "lag_start_ms": lag["start"] * 1000,
+            "lag_ms": lag["steady"] * 1000,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+
+    return asyncio.run(main())
+
+
+def measure(variant: str, port: int, jobs: int, interval: float, window: float) -> dict[str, float]:
+    """Run one variant in a fresh process (a triggerer of its own)."""
+    env = {
+        **os.environ,
+        f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps(
+            {
+                "conn_type": "aws",
+                "login": "bench",
+                "password": "bench",
+                "extra": {"region_name": "us-east-1", "endpoint_url": f"http://127.0.0.1:{port}"},
+            }
+        ),
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+    }
+    code = [sys.executable, "-m", "benchmarks.triggerer", "--run", variant]
+    code += ["--jobs", str(jobs), "--interval", str(interval), "--window", str(window)]
+    out = subprocess.run(code, env=env, check=True, capture_output=True, text=True).stdout
+    result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def endpoint_stats(port: int) -> dict[str, Any]:
+    from urllib.request import urlopen
+
+    with urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as answer:
+        stats: dict[str, Any] = json.loads(answer.read())
+        return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--interval", type=float, default=10.0)
+    parser.add_argument("--window", type=float, default=30.0)
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
+    parser.add_argument("--run", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve, args.jobs)
+        return 0
+    if args.run:
+        result = run_triggers(args.run, args.jobs, args.interval, args.window)
+        print(json.dumps(result))
+        return 0
+
+    import tempfile
+
+    results: dict[str, dict[str, float]] = {}
+    for variant in ("provider", "ours"):
+        with tempfile.TemporaryDirectory() as tmp:
+            port_file = os.path.join(tmp, "port")
+            server = subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.triggerer", "--serve", port_file, "--jobs", str(args.jobs)]
+            )
+            try:
+                port_path = Path(port_file)
+                while not port_path.exists() or not port_path.read_text(encoding="utf-8"):
+                    time.sleep(0.05)
+                port = int(port_path.read_text(encoding="utf-8"))
+                result = measure(variant, port, args.jobs, args.interval, args.window)
+                stats = endpoint_stats(port)
+            finally:
+                server.kill()
+                server.wait()
+        seen = stats["first_seen"]
+        result["all_checked_s"] = (max(seen.values()) - result["started"]) if len(seen) == args.jobs else float("nan")
+        result["checked"] = len(seen)  # jobs described at least once in the whole run
+        result["describe"] = stats["calls"].get("DescribeTrainingJob", 0)
+        result["list"] = stats["calls"].get("ListTrainingJobs", 0)
+        results[variant] = result
+
+    print(f"Triggerer: {args.jobs} deferred jobs in one event loop, poll interval {args.interval:g}s")
+    rows = [
+        ("every job checked once after (s)", "all_checked_s", "{:.1f}"),
+        ("jobs checked at least once", "checked", "{:.0f}"),
+        ("steady CPU per job per poll (ms)", "cpu_ms_per_poll", "{:.3f}"),
+        ("memory per trigger (MB)", "mb_per_trigger", "{:.3f}"),
+        ("worst loop lag, first client (ms)", "lag_first_ms", "{:.0f}"),
+        ("worst loop lag, N-1 starting (ms)", "lag_start_ms", "{:.0f}"),
+        ("worst loop lag, steady (ms)", "lag_ms", "{:.0f}"),
+        ("peak RSS (MB)", "peak_rss_mb", "{:.0f}"),
+        ("DescribeTrainingJob calls", "describe", "{:.0f}"),
+        ("ListTrainingJobs calls", "list", "{:.0f}"),
+    ]
+    print(f"{'':36} {'airflow-hetero':>15} {'provider':>12} {'x provider':>11}")
+    for label, key, fmt in rows:
+        ours, theirs = results["ours"][key], results["provider"][key]
+        ratio = f"{ours / theirs:.3f}" if theirs else "-"
+        print(f"{label:36} {fmt.format(ours):>15} {fmt.format(theirs):>12} {ratio:>11}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

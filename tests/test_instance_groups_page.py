@@ -1,0 +1,218 @@
+"""The view's page renderer, the Airflow 2.11 blueprint and extra link, and the plugin's registration (no server)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from typing import Any
+
+import pytest
+
+from airflow_hetero.plugins.page import CSP, chart, render_page
+
+
+def summary(**verdict: Any) -> dict[str, Any]:
+    series = {
+        "start": "2026-11-30T05:00:00.000Z",
+        "start_epoch": 0.0,
+        "step_seconds": 60,
+        "points": 4,
+        "cpu": {"avg": [6912, None, 6800, 7000], "max": [7000, None, 6900, 7100]},
+        "memory": {"avg": [40, 41, 42, 43], "max": [40, 41, 42, 43]},
+    }
+    return {
+        "training_job_name": "job-<1>",
+        "status": "Completed",
+        "groups": {
+            "data_group": {
+                "instance_type": "ml.c5.18xlarge",
+                "instance_count": 2,
+                "hosts": ["algo-1"],
+                "series": series,
+            },
+            "<b>odd</b>": {"instance_type": "ml.p3.2xlarge", "instance_count": 1, "hosts": [], "series": None},
+        },
+        "verdict": {
+            "kind": "bottleneck",
+            "message": "x <script>alert(1)</script> & more",
+            "groups": {"data_group": {"busy_percent": 96.0, "state": "saturated", "cpus": 72, "resource": "cpu"}},
+            "thresholds": {"busy_percent": 85, "waiting_percent": 50},
+            "notes": ["n <i>"],
+            **verdict,
+        },
+        "truncated": {},
+    }
+
+
+def test_page_escapes_everything_and_loads_nothing() -> None:
+    html = render_page(summary(), where="DAG d, run r")
+    assert "<script" not in html and "alert(1)</script>" not in html
+    assert "x &lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in html
+    assert "&lt;b&gt;odd&lt;/b&gt;" in html and "<b>odd</b>" not in html
+    assert "job-&lt;1&gt;" in html and "n &lt;i&gt;" in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)  # no external resource at all
+    assert html.count("<svg") == 1
+    assert "No utilisation series for this group" in html
+    assert "default-src 'none'" in CSP
+
+
+def test_chart_scales_per_device_and_breaks_lines_at_gaps() -> None:
+    series = summary()["groups"]["data_group"]["series"]
+    svg = chart(series, {"cpus": 72, "gpus": 0}, {"busy_percent": 85, "waiting_percent": 50})
+    assert ">100%<" in svg  # 6912 / 72 = 96 %: the axis stays at 100
+    assert svg.count("<circle") == 1 and svg.count("<polyline") == 2  # cpu: dot, gap, line; memory: one line
+    assert svg.count('stroke-dasharray="4 3"') == 2  # busy and waiting thresholds
+    unknown = chart(series, {"cpus": None, "gpus": None}, {})
+    assert ">7100%<" in unknown  # summed figures (7,100 at the peak): the axis grows to the next hundred
+    assert "CPU (summed)" in unknown
+
+
+def test_page_without_a_summary() -> None:
+    for value in (None, "text", {"groups": "no"}, [1, 2]):
+        html = render_page(value, where="DAG d")
+        assert "has no instance-group summary" in html and "DAG d" in html
+
+
+def test_blueprint_for_airflow_2_serves_the_same_page() -> None:
+    from flask import Flask
+
+    from airflow_hetero.plugins.flask_view import create_blueprint
+
+    seen: list[tuple[str, str, str, int]] = []
+    guarded: list[str] = []
+
+    def reader(dag_id: str, run_id: str, task_id: str, map_index: int) -> Any:
+        seen.append((dag_id, run_id, task_id, map_index))
+        return summary() if task_id == "summarize" else None
+
+    def guard(view: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            guarded.append("checked")
+            return view(*args, **kwargs)
+
+        return wrapped
+
+    app = Flask(__name__)
+    app.register_blueprint(create_blueprint(reader, guard))
+    client = app.test_client()
+    answer = client.get("/hetero/instance-groups?dag_id=d&run_id=r%2B1&task_id=summarize&map_index=3")
+    assert answer.status_code == 200 and answer.headers["Content-Security-Policy"] == CSP
+    assert "&lt;script&gt;" in answer.get_data(as_text=True)
+    assert seen == [("d", "r+1", "summarize", 3)] and guarded == ["checked"]
+    other = client.get("/hetero/instance-groups?dag_id=d&run_id=r&task_id=t&map_index={MAP_INDEX}")
+    assert "has no instance-group summary" in other.get_data(as_text=True) and seen[-1][3] == -1
+    assert client.get("/hetero/instance-groups?dag_id=d").status_code == 400
+
+
+def test_webserver_guard_needs_airflow_2() -> None:
+    from airflow_hetero.plugins.flask_view import webserver_guard
+
+    pytest.importorskip("airflow.version")
+    from airflow.version import version
+
+    if int(version.split(".")[0]) >= 3:
+        with pytest.raises(ImportError):  # airflow.www is gone in Airflow 3: the blueprint is never built there
+            webserver_guard()
+
+
+def test_extra_link_url_and_push() -> None:
+    from unittest.mock import MagicMock
+
+    from airflow_hetero.links.instance_groups import InstanceGroupsLink, persist_instance_groups_link
+
+    key = MagicMock(dag_id="my dag", run_id="manual__2026-01-01T00:00:00+00:00", task_id="s", map_index=2)
+    url = InstanceGroupsLink().get_link(MagicMock(), ti_key=key)
+    assert url == (
+        "/hetero/instance-groups?dag_id=my+dag&run_id=manual__2026-01-01T00%3A00%3A00%2B00%3A00&task_id=s&map_index=2"
+    )
+    ti = MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1)
+    persist_instance_groups_link({"ti": ti})  # type: ignore[typeddict-item]
+    ti.xcom_push.assert_called_once_with(
+        key="_link_InstanceGroupsLink", value="/hetero/instance-groups?dag_id=d&run_id=r&task_id=t&map_index=-1"
+    )
+
+
+def test_plugin_loads_no_web_framework_and_registers_its_view() -> None:
+    import subprocess
+
+    code = (
+        "import sys; from airflow_hetero.plugins.instance_groups import InstanceGroupsPlugin as P;"
+        "print('fastapi' in sys.modules, 'flask' in sys.modules);"
+        "print(P.external_views[0]['destination'], P.fastapi_apps[0]['url_prefix'], P.flask_blueprints)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-2:] == ["False False", "task_instance /hetero []"]
+    from airflow import plugins_manager
+
+    from airflow_hetero.plugins.instance_groups import InstanceGroupsPlugin
+
+    assert plugins_manager.is_valid_plugin(InstanceGroupsPlugin)
+
+
+def test_lazy_app_builds_once_and_delegates(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_hetero.plugins import app as app_module
+
+    built: list[int] = []
+    calls: list[str] = []
+
+    async def fake(scope: Any, receive: Any, send: Any) -> None:
+        calls.append(scope["path"])
+
+    def create() -> Any:
+        built.append(1)
+        return fake
+
+    monkeypatch.setattr(app_module, "create_app", create)
+    lazy = app_module.LazyApp()
+    for path in ("/a", "/b"):
+        asyncio.run(lazy({"type": "http", "path": path}, None, None))  # type: ignore[arg-type]
+    assert built == [1] and calls == ["/a", "/b"]
+    assert app_module.map_index_of("{MAP_INDEX}") == -1 and app_module.map_index_of("4") == 4
+    assert app_module.map_index_of(None) == -1 and app_module.map_index_of("") == -1
+
+
+def test_extra_link_on_airflow_2_pushes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Airflow 2's BaseOperatorLink has no ``xcom_key``: the webserver calls get_link instead."""
+    from unittest.mock import MagicMock
+
+    from airflow_hetero.links import instance_groups
+
+    class Airflow2Link:
+        name = "Instance groups"
+
+    monkeypatch.setattr(instance_groups, "InstanceGroupsLink", Airflow2Link)
+    ti = MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1)
+    instance_groups.persist_instance_groups_link({"ti": ti})  # type: ignore[typeddict-item]
+    ti.xcom_push.assert_not_called()
+
+
+def test_the_plugin_serves_a_blueprint_on_airflow_2_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flask import Blueprint
+
+    from airflow_hetero.plugins import flask_view, instance_groups
+
+    monkeypatch.setattr(instance_groups, "airflow_major", lambda: 2)
+    monkeypatch.setattr(flask_view, "webserver_guard", lambda: lambda view: view)  # airflow.www is 2.x only
+    descriptor = instance_groups._FlaskBlueprints()
+    (blueprint,) = descriptor.__get__(None, object)
+    assert isinstance(blueprint, Blueprint) and blueprint.url_prefix == "/hetero"
+    assert descriptor.__get__(None, object) == [blueprint]  # built once
+    monkeypatch.setattr(instance_groups, "airflow_major", lambda: 3)
+    assert instance_groups._FlaskBlueprints().__get__(None, object) == []
+
+
+def test_the_summary_operator_still_imports_light() -> None:
+    """DAG-parse cost: the verdict's thresholds and the view's link come in, the log parser, the series,
+    the page and any web framework do not."""
+    import subprocess
+
+    code = (
+        "import sys, airflow_hetero.operators.log_summary;"
+        "print(sorted(m for m in sys.modules if m.startswith(('airflow_hetero', 'fastapi', 'flask'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = out.splitlines()[-1]
+    for heavy in ("logs.streams", "logs.summary", "logs.series", "plugins.page", "fastapi", "flask", "hooks"):
+        assert heavy not in loaded, loaded
+    assert "airflow_hetero.logs.verdict" in loaded and "airflow_hetero.links.instance_groups" in loaded

@@ -1,0 +1,211 @@
+"""JobWatcher: one client and batched status checks for every deferred job of a triggerer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from airflow_hetero._retry import RetryPolicy
+from airflow_hetero.triggers import HeteroTrainingTrigger
+from airflow_hetero.triggers.watcher import REFRESH_INTERVALS, JobWatcher, _by_loop, watch_key
+
+FAST = RetryPolicy(max_attempts=2, base_delay=0.001, max_delay=0.001)
+
+
+def client_error(code: str, status: int = 400) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "X")
+
+
+class FakeSageMaker:
+    """Training jobs whose status the test moves; counts calls; ListTrainingJobs filters like the service."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.calls: Counter[str] = Counter()
+        self.clients_opened = 0
+        self.list_error: Exception | None = None
+        self.clock = datetime.now(UTC)
+
+    def tick(self) -> datetime:
+        self.clock += timedelta(seconds=1)
+        return self.clock
+
+    def add(self, name: str) -> None:
+        now = self.tick()
+        self.jobs[name] = {
+            "TrainingJobName": name,
+            "TrainingJobStatus": "InProgress",
+            "SecondaryStatus": "Starting",
+            "CreationTime": now,
+            "LastModifiedTime": now,
+            "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+        }
+
+    def move(self, name: str, status: str, secondary: str) -> None:
+        self.jobs[name].update(TrainingJobStatus=status, SecondaryStatus=secondary, LastModifiedTime=self.tick())
+
+    async def describe_training_job(self, TrainingJobName: str) -> dict[str, Any]:
+        self.calls["DescribeTrainingJob"] += 1
+        await asyncio.sleep(0)
+        if TrainingJobName not in self.jobs:
+            raise client_error("ValidationException")
+        return dict(self.jobs[TrainingJobName])
+
+    async def list_training_jobs(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls["ListTrainingJobs"] += 1
+        await asyncio.sleep(0)
+        if self.list_error is not None:
+            raise self.list_error
+        after = kwargs["LastModifiedTimeAfter"]
+        items = sorted(
+            (j for j in self.jobs.values() if j["LastModifiedTime"] > after),
+            key=lambda j: j["LastModifiedTime"],
+            reverse=True,
+        )
+        start = int(kwargs.get("NextToken") or 0)
+        page = items[start : start + kwargs["MaxResults"]]
+        answer: dict[str, Any] = {
+            "TrainingJobSummaries": [
+                {k: j[k] for k in ("TrainingJobName", "TrainingJobStatus", "SecondaryStatus", "LastModifiedTime")}
+                for j in page
+            ]
+        }
+        if start + len(page) < len(items):
+            answer["NextToken"] = str(start + len(page))
+        return answer
+
+
+class FakeHook:
+    def __init__(self, service: FakeSageMaker) -> None:
+        self.service = service
+
+    async def get_async_conn(self) -> Any:
+        service = self.service
+
+        @contextlib.asynccontextmanager
+        async def conn() -> AsyncIterator[FakeSageMaker]:
+            service.clients_opened += 1
+            yield service
+
+        return conn()
+
+
+@pytest.fixture
+def service(monkeypatch: pytest.MonkeyPatch) -> FakeSageMaker:
+    fake = FakeSageMaker()
+    monkeypatch.setattr(HeteroTrainingTrigger, "_hook", lambda self: FakeHook(fake))
+    # call counts must not depend on how slow the machine is: no refresh unless a test asks for it
+    monkeypatch.setattr("airflow_hetero.triggers.watcher.REFRESH_INTERVALS", 10**6)
+    return fake
+
+
+async def wait_all(triggers: list[HeteroTrainingTrigger], timeout: float = 20) -> list[dict[str, Any]]:
+    async def first(t: HeteroTrainingTrigger) -> dict[str, Any]:
+        async for event in t.run():
+            return dict(event.payload)
+        raise AssertionError("no event")
+
+    return await asyncio.wait_for(asyncio.gather(*(first(t) for t in triggers)), timeout)
+
+
+def triggers(names: list[str], **kwargs: Any) -> list[HeteroTrainingTrigger]:
+    kwargs.setdefault("poll_interval", 0.02)
+    return [HeteroTrainingTrigger(name, **kwargs) for name in names]
+
+
+async def test_many_triggers_share_one_client_and_list_instead_of_describing(service: FakeSageMaker) -> None:
+    names = [f"job-{i}" for i in range(250)]  # more than two pages of ListTrainingJobs
+    for name in names:
+        service.add(name)
+    waiting = asyncio.ensure_future(wait_all(triggers(names, poll_interval=0.05)))
+    await asyncio.sleep(0.3)  # several intervals: every job described once, then only listed
+    assert service.calls["DescribeTrainingJob"] == len(names)
+    listed = service.calls["ListTrainingJobs"]
+    assert listed >= 5
+    for name in names[:3]:
+        service.move(name, "InProgress", "Training")
+    await asyncio.sleep(0.12)
+    assert service.calls["DescribeTrainingJob"] == len(names) + 3  # only the changed jobs
+    for name in names:
+        service.move(name, "Completed", "Completed")
+    events = await waiting
+    assert {e["job_status"] for e in events} == {"Completed"}
+    assert service.clients_opened == 1
+    assert service.calls["DescribeTrainingJob"] == 2 * len(names) + 3
+    await asyncio.sleep(0.05)
+    assert not _by_loop.get(asyncio.get_running_loop())  # the last trigger gone: watcher gone
+
+
+async def test_a_job_unchanged_for_long_is_described_again(
+    service: FakeSageMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("airflow_hetero.triggers.watcher.REFRESH_INTERVALS", REFRESH_INTERVALS)
+    service.add("quiet")
+    waiting = asyncio.ensure_future(wait_all(triggers(["quiet"], poll_interval=0.01)))
+    await asyncio.sleep(0.01 * (REFRESH_INTERVALS * 3 + 5))
+    assert service.calls["DescribeTrainingJob"] >= 3  # the list's eventual consistency is not trusted forever
+    service.move("quiet", "Completed", "Completed")
+    await waiting
+
+
+async def test_listing_not_allowed_falls_back_to_describing_each_job(service: FakeSageMaker) -> None:
+    service.list_error = client_error("AccessDeniedException")
+    for name in ("a", "b"):
+        service.add(name)
+    waiting = asyncio.ensure_future(wait_all(triggers(["a", "b"])))
+    await asyncio.sleep(0.25)
+    assert service.calls["ListTrainingJobs"] == 1  # asked once, then never again
+    assert service.calls["DescribeTrainingJob"] >= 2 * 5
+    service.move("a", "Failed", "Failed")
+    service.move("b", "Stopped", "Stopped")
+    events = {e["job_name"]: e["job_status"] for e in await waiting}
+    assert events == {"a": "Failed", "b": "Stopped"}
+
+
+async def test_a_failing_list_means_describing_due_jobs_for_that_interval(service: FakeSageMaker) -> None:
+    service.add("x")
+    waiting = asyncio.ensure_future(wait_all(triggers(["x"])))
+    await asyncio.sleep(0.1)
+    before = service.calls["DescribeTrainingJob"]
+    service.list_error = client_error("ThrottlingException")
+    service.move("x", "Completed", "Completed")
+    events = await waiting
+    assert events[0]["job_status"] == "Completed"
+    assert service.calls["DescribeTrainingJob"] == before + 1
+    assert service.calls["ListTrainingJobs"] >= 2  # it was still asked (and retried) after failing
+
+
+async def test_a_missing_job_ends_only_its_own_trigger(service: FakeSageMaker) -> None:
+    service.add("real")
+    waiting = asyncio.ensure_future(wait_all(triggers(["ghost"])))
+    real = asyncio.ensure_future(wait_all(triggers(["real"])))
+    (ghost_event,) = await waiting
+    assert ghost_event["status"] == "error"
+    service.move("real", "Completed", "Completed")
+    (real_event,) = await real
+    assert real_event["status"] == "done"
+
+
+async def test_connections_and_configs_get_their_own_watchers(service: FakeSageMaker) -> None:
+    key_a = watch_key("aws_a", None, None, None)
+    key_b = watch_key("aws_b", None, None, None)
+    key_c = watch_key("aws_a", None, None, {"retries": {"mode": "standard"}})
+    watchers = {JobWatcher.shared(k, lambda: FakeHook(service), FAST) for k in (key_a, key_b, key_c, key_a)}
+    assert len(watchers) == 3
+    assert watch_key("c", "r", None, {"a": 1, "b": 2}) == watch_key("c", "r", None, {"b": 2, "a": 1})
+
+
+async def test_two_triggers_on_one_job_both_get_the_answer(service: FakeSageMaker) -> None:
+    service.add("same")
+    waiting = asyncio.ensure_future(wait_all(triggers(["same", "same"])))
+    await asyncio.sleep(0.05)
+    service.move("same", "Completed", "Completed")
+    events = await waiting
+    assert [e["job_status"] for e in events] == ["Completed", "Completed"]
