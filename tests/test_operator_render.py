@@ -105,9 +105,9 @@ def test_the_request_is_in_the_log_before_it_is_sent(jobs: MotoJobs, tmp_path: P
     seen_at_submission: list[str] = []
     original = HeteroTrainingHook.create_training_job
 
-    def create(self: HeteroTrainingHook, request: dict[str, Any]) -> Any:
+    def create(self: HeteroTrainingHook, request: dict[str, Any], **kwargs: Any) -> Any:
         seen_at_submission.extend(logged.lines)
-        return original(self, request)
+        return original(self, request, **kwargs)
 
     monkeypatch.setattr(HeteroTrainingHook, "create_training_job", create)
     ctx = context(week="2026-11-22")
