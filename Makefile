@@ -1,19 +1,32 @@
 # Quick start: `make demo` and `make test`. Both create .venv on first use.
+# `make test` runs the suite twice: on the latest Airflow 3 (.venv) and on Airflow 2.11 (.venv-af2).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# The Airflow 2.11 environment: same package and dev extra, Airflow pinned to 2.11 and every other
+# package pinned by .ci/constraints-airflow-2.11.txt (a resolution known to work with 2.11).
+AF2_VENV        := .venv-af2
+AF2_BIN         := $(AF2_VENV)/bin
+AF2_STAMP       := $(AF2_VENV)/.installed-stamp
+AF2_CONSTRAINTS := .ci/constraints-airflow-2.11.txt
 # the SageMaker Python SDK v2 in a venv of its own (its dependencies clash with Airflow's)
 SDK_VENV  := .venv-sdk
 SDK_STAMP := $(SDK_VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck docs pytest bench clean
+.PHONY: test demo lint typecheck docs pytest pytest-af2 af2-constraints bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
+
+$(AF2_STAMP): pyproject.toml $(AF2_CONSTRAINTS)
+	test -x $(AF2_BIN)/python || $(PYTHON) -m venv $(AF2_VENV)
+	$(AF2_BIN)/python -m pip install -q --upgrade pip
+	$(AF2_BIN)/python -m pip install -q -e '.[dev]' 'apache-airflow==2.11.*' -c $(AF2_CONSTRAINTS)
+	touch $(AF2_STAMP)
 
 $(SDK_STAMP): tests/local/sdk-requirements.txt
 	test -x $(SDK_VENV)/bin/python || $(PYTHON) -m venv $(SDK_VENV)
@@ -33,7 +46,20 @@ docs: $(STAMP)
 pytest: $(STAMP) $(SDK_STAMP)
 	$(BIN)/pytest -q
 
-test: lint typecheck docs pytest
+pytest-af2: $(AF2_STAMP)
+	$(AF2_BIN)/pytest -q -p no:cacheprovider
+
+test: lint typecheck docs pytest pytest-af2
+
+# Re-resolve the Airflow 2.11 pins (after changing dependencies): a fresh resolution, frozen.
+af2-constraints:
+	rm -rf $(AF2_VENV)
+	$(PYTHON) -m venv $(AF2_VENV)
+	$(AF2_BIN)/python -m pip install -q --upgrade pip
+	$(AF2_BIN)/python -m pip install -q -e '.[dev]' 'apache-airflow==2.11.*'
+	{ sed -n '1,2p' $(AF2_CONSTRAINTS); $(AF2_BIN)/pip freeze | grep -v -e '^-e' -e 'airflow[-_]hetero'; } > $(AF2_CONSTRAINTS).new
+	mv $(AF2_CONSTRAINTS).new $(AF2_CONSTRAINTS)
+	touch $(AF2_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/airflow-hetero demo
@@ -42,4 +68,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(SDK_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) .mypy_cache .ruff_cache .pytest_cache

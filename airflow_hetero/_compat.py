@@ -1,8 +1,10 @@
 """Airflow-version compatibility layer: the one place that knows where authoring classes live.
 
-On Airflow 3 each name comes from the Task SDK (``airflow.sdk``), which a DAG file has already
-imported, so a DAG file that uses one operator pays for nothing else; on Airflow 2.11,
-``airflow.providers.common.compat.sdk`` resolves the same names. Names resolve on first use.
+One code base runs on Airflow 2.11 and 3.x. On Airflow 3 each name comes from the Task SDK
+(``airflow.sdk``), which a DAG file has already imported, so a DAG file that uses one operator pays
+for nothing else; on Airflow 2.11, ``airflow.providers.common.compat.sdk`` (a required dependency,
+>= 1.13) resolves the same names. Names resolve on first use; every other module imports Airflow
+authoring classes from here.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow.sdk import (
+        Asset,
         BaseOperator,
         BaseOperatorLink,
         BaseSensorOperator,
@@ -24,8 +27,10 @@ if TYPE_CHECKING:
     from airflow.sdk.types import TaskInstanceKey
 
 __all__ = [
+    "AIRFLOW_V_3",
     "AirflowException",
     "AirflowFailException",
+    "Asset",
     "BaseOperator",
     "BaseOperatorLink",
     "BaseSensorOperator",
@@ -34,8 +39,10 @@ __all__ = [
     "TaskDeferred",
     "TaskInstanceKey",
     "XCom",
+    "airflow_version",
     "conf",
     "default_deferrable",
+    "link_xcom_key",
 ]
 
 #: Where each name lives in Airflow 3's Task SDK.
@@ -51,28 +58,44 @@ _TASK_SDK = {
     "TaskDeferred": "airflow.sdk.exceptions",
     "XCom": "airflow.sdk.execution_time.xcom",
     "TaskInstanceKey": "airflow.sdk.types",
+    "Asset": "airflow.sdk",
 }
 _COMMON_COMPAT = "airflow.providers.common.compat.sdk"
-
-
-def _airflow_major() -> int:
-    from airflow import __version__
-
-    return int(__version__.split(".", 1)[0])
 
 
 def __getattr__(name: str) -> Any:
     module = _TASK_SDK.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if _airflow_major() < 3:
+    if not AIRFLOW_V_3:
         module = _COMMON_COMPAT
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
+def airflow_version() -> tuple[int, int]:
+    """The running Airflow's (major, minor), from ``airflow.__version__`` (also with airflow-core alone)."""
+    import re
+
+    import airflow
+
+    found = re.match(r"(\d+)\.(\d+)", str(airflow.__version__))
+    if found is None:  # pragma: no cover - Airflow always has a PEP 440 version
+        raise RuntimeError(f"cannot read the Airflow version from {airflow.__version__!r}")
+    return int(found.group(1)), int(found.group(2))
+
+
+AIRFLOW_V_3 = airflow_version() >= (3, 0)
+
+
 def default_deferrable() -> bool:
     """Airflow's ``[operators] default_deferrable`` setting (False when unset), read at call time."""
     conf_: Any = __getattr__("conf") if "conf" not in globals() else globals()["conf"]
     return bool(conf_.getboolean("operators", "default_deferrable", fallback=False))
+
+
+def link_xcom_key(link: Any) -> str | None:
+    """The XCom key Airflow 3 reads an extra link's URL from; None on Airflow 2 (it calls get_link)."""
+    key = getattr(link, "xcom_key", None)
+    return key if isinstance(key, str) else None

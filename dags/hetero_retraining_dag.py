@@ -1,11 +1,14 @@
 """Weekly retraining on a SageMaker heterogeneous cluster.
 
-submit (returns at once) -> wait (deferrable sensor) -> summarize (per-group logs, metrics and
-utilisation) -> gate (fails the run when the model or any group looks wrong).
+week (which week of data) -> submit (returns at once) -> wait (deferrable sensor; updates the
+model asset) -> summarize (per-group logs, metrics and utilisation) -> gate (fails the run when the
+model or any group looks wrong). ``hetero_model_deploy_dag.py`` is scheduled on the model asset.
 
-The job definition (``hetero_retraining/job.yaml``) templates its S3 prefixes from the run's
-data interval, so every weekly run trains on its own week of data. ``make demo`` runs this DAG
-against the offline endpoint; pointed at a real account it runs on SageMaker unchanged.
+The job definition (``hetero_retraining/job.yaml``) templates its S3 prefixes from the week the
+``week`` task picks: the run's data interval, or, for a manual run without a logical date
+(Airflow 3's ``airflow dags trigger`` or REST with ``logical_date: null``), the week that ended
+before the run. ``make demo`` runs this DAG against the offline endpoint; pointed at a real
+account it runs on SageMaker unchanged. Runs on Airflow 2.11 and 3.x.
 """
 
 from __future__ import annotations
@@ -15,8 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 import pendulum
-from airflow.sdk import DAG, task
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.providers.common.compat.sdk import DAG, AirflowFailException, Asset, task
 from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
@@ -24,6 +26,8 @@ from airflow_hetero.sensors import HeteroTrainingSensor
 
 #: How often to check the job; the demo polls every few seconds, real jobs need less.
 POLL_SECONDS = float(os.environ.get("HETERO_RETRAINING_POLL_SECONDS", "60"))
+#: The job definition's output_path: every completed job is an event of this asset.
+MODEL = Asset("s3://airflow-hetero-demo/models")
 
 with DAG(
     dag_id="hetero_retraining",
@@ -36,6 +40,15 @@ with DAG(
     params={"max_final_loss": 0.05},
     tags=["sagemaker", "heterogeneous-cluster", "example"],
 ) as dag:
+
+    @task(retries=0)
+    def week(**context: Any) -> str:
+        """The first day (YYYY-MM-DD) of the week of data to train on."""
+        start = context.get("data_interval_start")
+        if start is None:  # Airflow 3 manual run without a logical date: the week before run_after
+            start = dag.timetable.infer_manual_data_interval(run_after=context["dag_run"].run_after).start
+        return f"{start:%Y-%m-%d}"
+
     submit = HeteroTrainingOperator(
         task_id="submit",
         job="hetero_retraining/job.yaml",
@@ -46,6 +59,7 @@ with DAG(
         job_name="{{ ti.xcom_pull(task_ids='submit')['training_job_name'] }}",
         deferrable=True,
         poke_interval=POLL_SECONDS,
+        model_asset=MODEL,
     )
     summarize = HeteroLogSummaryOperator(
         task_id="summarize",
@@ -68,5 +82,5 @@ with DAG(
             raise AirflowFailException("model rejected: " + "; ".join(problems))  # retrying cannot help
         return {"training_job_name": summary["training_job_name"], "final_loss": loss}
 
-    submit >> wait >> summarize
+    week() >> submit >> wait >> summarize
     gate(summarize.output)

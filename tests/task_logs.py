@@ -41,5 +41,6 @@ class RecordingLogger:
 def record_logs(task: Any) -> RecordingLogger:
     """Route ``task.log`` to a new :class:`RecordingLogger` and return it."""
     recorder = RecordingLogger()
-    task._cached_logger = recorder
+    task._cached_logger = recorder  # Airflow 3 (task SDK)
+    task._log = recorder  # Airflow 2.11 (LoggingMixin)
     return recorder

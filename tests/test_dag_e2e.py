@@ -27,7 +27,7 @@ DAG_FILE = textwrap.dedent(
     """End-to-end test DAGs: submit without waiting, then wait with a poking or a deferred sensor."""
     import pendulum
 
-    from airflow.sdk import DAG
+    from airflow.providers.common.compat.sdk import DAG
     from airflow_hetero.operators import HeteroTrainingOperator
     from airflow_hetero.sensors import HeteroTrainingSensor
 

@@ -89,8 +89,8 @@ def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsy
     }
     logged = capsys.readouterr().out  # the task log (structlog writes to stdout here)
     assert "Log summary of summ" in logged
-    table_row = next(line for line in logged.splitlines() if line.startswith("dnn_group "))
-    assert "algo-1,algo-3" in table_row and "12/12" in table_row
+    logs_row, util_row = [line for line in logged.splitlines() if line.startswith("dnn_group ")][:2]
+    assert "algo-1,algo-3" in logs_row and "12/12" in util_row  # logs table, then utilisation table
     # one GPU datapoint (12 % of ml.p3.2xlarge's one GPU) and no CPU figures: nobody is saturated
     assert summary["verdict"]["kind"] == "not_saturated"
     assert "Verdict: No group is saturated (busiest: dnn_group GPUs at 12%)" in logged

@@ -47,3 +47,58 @@ def test_airflow_providers_list_shows_the_package() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "airflow-hetero" in proc.stdout
+
+
+def test_provider_info_lists_every_part_and_a_documentation_url() -> None:
+    info = airflow_hetero.get_provider_info()
+    modules = {
+        kind: [m for entry in info[kind] for m in entry["python-modules"]]
+        for kind in ("hooks", "operators", "sensors", "triggers")
+    }
+    assert modules == {
+        "hooks": ["airflow_hetero.hooks.training"],
+        "operators": ["airflow_hetero.operators.training", "airflow_hetero.operators.log_summary"],
+        "sensors": ["airflow_hetero.sensors.training"],
+        "triggers": ["airflow_hetero.triggers.training"],
+    }
+    for names in modules.values():
+        for name in names:
+            importlib.import_module(name)
+    (integration,) = info["integrations"]
+    assert {entry["integration-name"] for kind in modules for entry in info[kind]} == {integration["integration-name"]}
+    assert integration["external-doc-url"].startswith("https://docs.aws.amazon.com/sagemaker/")
+    urls = dict(u.split(", ", 1) for u in distribution("airflow-hetero").metadata.get_all("Project-URL") or [])
+    assert info["documentation-url"] == urls["Documentation"]
+    assert info["documentation-url"].startswith("https://")
+
+
+def test_provider_info_passes_airflows_own_schema() -> None:
+    import json
+    from pathlib import Path
+
+    import airflow
+    import jsonschema
+
+    schema = json.loads((Path(airflow.__file__).parent / "provider_info.schema.json").read_text())
+    jsonschema.validate(airflow_hetero.get_provider_info(), schema)
+
+
+def test_the_package_ships_its_license_and_changelog() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert "Apache License" in (root / "LICENSE").read_text() and "Version 2.0" in (root / "LICENSE").read_text()
+    assert "## [Unreleased]" in (root / "CHANGELOG.md").read_text()
+    assert distribution("airflow-hetero").metadata["License-Expression"] == "Apache-2.0"
+
+
+def test_airflow_providers_triggers_lists_the_trigger() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "airflow", "providers", "triggers", "-o", "plain"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "airflow-hetero" in proc.stdout and "airflow_hetero.triggers.training" in proc.stdout

@@ -55,7 +55,7 @@ def test_sdk_positional_form() -> None:
 
 def test_dag_level_imports_load_no_boto3_botocore_or_provider_operators() -> None:
     code = (
-        "import sys; from airflow.sdk import DAG;"
+        "import sys; from airflow.providers.common.compat.sdk import DAG;"
         "before = set(sys.modules);"
         "from airflow_hetero.operators import HeteroTrainingOperator, HeteroLogSummaryOperator;"
         "from airflow_hetero.sensors import HeteroTrainingSensor;"

@@ -206,13 +206,13 @@ def test_format_table_shows_groups_metrics_and_errors() -> None:
     assert lines[1].split()[:3] == ["group", "instance", "type"]
     data_row = next(line for line in lines if line.startswith("data "))
     assert "ml.c5.18xlarge" in data_row and "algo-2,algo-3" in data_row
-    dnn_row = next(line for line in lines if line.startswith("dnn "))
-    assert "40/80" in dnn_row
+    assert _table_rows(table)["dnn"][-4:] == ["-", "-", "40/80", "-"]  # the utilisation table
     assert "dnn: train:loss last=0.2 best=0.2 (min, 5 values)" in table
     assert "[algo-1] ERROR algo-1 failure number 0" in table
 
 
 def _table_rows(table: str) -> dict[str, list[str]]:
+    """Each group's row of the utilisation table (the second of the two stacked tables)."""
     return {line.split()[0]: line.split() for line in table.splitlines() if line.startswith(("data ", "dnn "))}
 
 
@@ -227,7 +227,7 @@ def test_format_table_utilisation_cells_and_what_a_dash_means() -> None:
     # cpu, mem, gpu, gpu mem: small percentages keep their digits instead of reading as 0
     assert rows["data"][-4:] == ["5.5/7.2", "0.04/0.05", "-", "-"]
     assert rows["dnn"][-4:] == ["5.5/7.2", "0.04/0.05", "-", "-"]
-    note = next(line for line in table.splitlines() if line.startswith("utilisation:"))
+    note = " ".join(table.split("\nutilisation:", 1)[1].split("\n  "))  # the note, wrapped
     assert "'-' = no CloudWatch datapoints for the group" in note
     assert "No GPU datapoints for any group" in note and "have no GPUs" in note
 

@@ -61,7 +61,11 @@ async def first_event(t: HeteroTrainingTrigger, timeout: float = 30) -> dict[str
 
 
 def test_serialize_round_trip() -> None:
-    from airflow.sdk.module_loading import import_string
+    from importlib import import_module
+
+    def import_string(path: str) -> Any:
+        module, _, name = path.rpartition(".")
+        return getattr(import_module(module), name)
 
     original = HeteroTrainingTrigger(
         "job-1",

@@ -127,7 +127,27 @@ def result_dict(describe: dict[str, Any]) -> dict[str, Any]:
         "model_artifacts": (describe.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
         "billable_seconds": describe.get("BillableTimeInSeconds"),
         "training_seconds": describe.get("TrainingTimeInSeconds"),
+        "final_metrics": {
+            str(m.get("MetricName")): m.get("Value") for m in describe.get("FinalMetricDataList") or []
+        },
+        "input_channels": input_channels_of(describe),
     }
+
+
+def input_channels_of(describe: dict[str, Any]) -> list[dict[str, Any]]:
+    """``[{"channel", "s3_uri", "instance_groups", "distribution"}]`` from InputDataConfig (S3 channels)."""
+    channels = []
+    for channel in describe.get("InputDataConfig") or []:
+        source = (channel.get("DataSource") or {}).get("S3DataSource") or {}
+        channels.append(
+            {
+                "channel": channel.get("ChannelName"),
+                "s3_uri": source.get("S3Uri"),
+                "instance_groups": list(source.get("InstanceGroupNames") or []),
+                "distribution": source.get("S3DataDistributionType"),
+            }
+        )
+    return channels
 
 
 def resolve_outcome(describe: dict[str, Any], *, fail_on_stopped: bool = True) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 The operator stores ``{"job_name", "region"}`` under XCom key :data:`XCOM_KEY` as soon as it
 knows its job, and pushes both ready-made URLs under each link's ``xcom_key`` at the same time,
 so the buttons work while the job is still running (Airflow 3 reads links from those XComs;
-Airflow 2 calls ``get_link``, which rebuilds the URL from :data:`XCOM_KEY`). The class paths
+Airflow 2.11 has no ``xcom_key`` and calls ``get_link``, which rebuilds the URL from
+:data:`XCOM_KEY`). The class paths
 are registered in ``airflow_hetero.get_provider_info()``.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from airflow_hetero._compat import BaseOperatorLink, XCom
+from airflow_hetero._compat import BaseOperatorLink, XCom, link_xcom_key
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import BaseOperator, Context, TaskInstanceKey
@@ -98,4 +99,6 @@ def persist_job_links(context: Context, *, job_name: str, region: str) -> None:
     ti: Any = context["ti"]
     ti.xcom_push(key=XCOM_KEY, value={"job_name": job_name, "region": region})
     for link in LINKS:
-        ti.xcom_push(key=link.xcom_key, value=link.url(region, job_name))
+        key = link_xcom_key(link)  # Airflow 2 has no xcom_key: its webserver calls get_link
+        if key:
+            ti.xcom_push(key=key, value=link.url(region, job_name))

@@ -1,7 +1,9 @@
 """HeteroTrainingOperator: submit a (heterogeneous) SageMaker training job once, wait, fail clearly.
 
 * ``job`` is a :class:`~airflow_hetero.definition.job.HeteroTrainingJob`, a dict, or a YAML/JSON file path
-  relative to the DAG file. Every string in it may use Jinja; it is validated after rendering.
+  relative to the DAG file. Every string in it may use Jinja. It is rendered with the other template
+  fields (a file becomes its rendered dict, so Rendered Templates shows the final definition) and
+  validated right then: a template or definition error fails the task without retries.
 * The job name is derived from ``base_job_name`` and a stable hash of dag_id, task_id, run_id and
   map index, so a retry of the task instance finds the job its earlier try started: a running
   job is re-attached, a completed one returns its result, a failed or stopped one is followed by
@@ -20,6 +22,7 @@ Amazon provider are imported when the task runs.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,11 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
+from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
 from airflow_hetero.operators.lifecycle import JobLifecycle, past_job_limit
 
 if TYPE_CHECKING:
-    from airflow_hetero._compat import Context
+    import jinja2
+
+    from airflow_hetero._compat import Asset, Context
     from airflow_hetero.definition.job import HeteroTrainingJob
     from airflow_hetero.hooks.identity import TaskIdentity
     from airflow_hetero.hooks.training import HeteroTrainingHook
@@ -41,7 +47,7 @@ OnExistingJob = Literal["reattach", "fail", "new"]
 _ON_EXISTING = ("reattach", "fail", "new")
 
 
-class HeteroTrainingOperator(JobLifecycle, BaseOperator):
+class HeteroTrainingOperator(JobLifecycle, JobOutputsMixin, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -61,13 +67,16 @@ class HeteroTrainingOperator(JobLifecycle, BaseOperator):
     :param on_existing_job: when a job of this task instance already exists: ``"reattach"`` (wait
         for it / return its result / replace a failed one), ``"fail"`` or ``"new"`` (always
         submit another job under a fresh suffix).
+    :param model_asset: an Asset (or its URI, normally the definition's ``output_path``) this task
+        updates when its job completes; the event's extra holds the job name, model artifact,
+        instance groups and final metrics. Needs ``wait_for_completion``.
     """
 
     #: How long polls may keep failing transiently (each after its own retries) before the task
     #: fails; its retry then re-attaches to the still-running job.
     transient_grace_seconds: float = 1800
 
-    template_fields: Sequence[str] = ("job", "job_name")
+    template_fields: Sequence[str] = ("job", "job_name", "aws_conn_id", "region_name", "verify")
     template_fields_renderers = {"job": "json"}
     operator_extra_links = (SageMakerTrainingJobLink(), TrainingJobLogsLink())
     ui_color = "#ede4ff"
@@ -88,9 +97,13 @@ class HeteroTrainingOperator(JobLifecycle, BaseOperator):
         print_log: bool = True,
         fail_on_stopped: bool = True,
         on_existing_job: OnExistingJob = "reattach",
+        model_asset: Asset | str | None = None,
         **kwargs: Any,
     ) -> None:
+        if model_asset is not None and not wait_for_completion:
+            raise ValueError("model_asset needs wait_for_completion=True (or set it on the sensor that waits)")
         super().__init__(**kwargs)
+        self.model_asset = self.declare_model_asset(model_asset)
         if on_existing_job not in _ON_EXISTING:
             raise ValueError(f"on_existing_job must be one of {_ON_EXISTING}, got {on_existing_job!r}")
         if check_interval <= 0:
@@ -133,17 +146,47 @@ class HeteroTrainingOperator(JobLifecycle, BaseOperator):
         fileloc = getattr(self.dag, "fileloc", None) if self.has_dag() else None  # type: ignore[no-untyped-call]
         return Path(fileloc).resolve().parent if fileloc else Path.cwd()
 
+    def render_template_fields(self, context: Context, jinja_env: jinja2.Environment | None = None) -> None:
+        """Render the template fields, then the definition file itself, and validate the result.
+
+        A file definition becomes its rendered dict, so Rendered Templates shows the final
+        definition. A template or definition error cannot succeed on a retry: it fails the task
+        without retries (``AirflowFailException``).
+        """
+        import jinja2
+
+        try:
+            super().render_template_fields(context, jinja_env)
+            if isinstance(self.job, str):
+                self.job = self.render_definition_file(self.job, context, jinja_env)
+        except jinja2.TemplateError as err:
+            raise AirflowFailException(f"Task {self.task_id}: template error: {type(err).__name__}: {err}") from err
+        self.load_definition(context)  # invalid after rendering: fail now, before any AWS call
+
+    def render_definition_file(
+        self, path: str, context: Context, jinja_env: jinja2.Environment | None = None
+    ) -> dict[str, Any]:
+        """Read a YAML/JSON definition (relative to the DAG folder) and render Jinja in every string."""
+        from airflow_hetero.definition.errors import JobDefinitionError
+        from airflow_hetero.definition.job import read_definition_file
+
+        file = Path(path)
+        try:
+            data = read_definition_file(file if file.is_absolute() else self.base_dir() / file)
+        except JobDefinitionError as err:
+            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
+        rendered: dict[str, Any] = self.render_template(data, context, jinja_env)
+        return rendered
+
     def load_definition(self, context: Context) -> HeteroTrainingJob:
         """The rendered definition, validated; definition errors fail without retries."""
         from airflow_hetero.definition.errors import JobDefinitionError
-        from airflow_hetero.definition.job import load_job, read_definition_file
+        from airflow_hetero.definition.job import load_job
 
+        source = self.job
+        if isinstance(source, str):  # not rendered yet (execute() called directly)
+            source = self.render_definition_file(source, context)
         try:
-            source = self.job
-            if isinstance(source, str):
-                path = Path(source)
-                data = read_definition_file(path if path.is_absolute() else self.base_dir() / path)
-                source = self.render_template(data, context)  # Jinja in every string of the file
             return load_job(source)
         except JobDefinitionError as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
@@ -191,6 +234,7 @@ class HeteroTrainingOperator(JobLifecycle, BaseOperator):
         if upload_uri and code is not None:
             hook.upload_bytes(code, upload_uri, upload_extra_args(job))
             self.log.info("Uploaded training code (%d bytes) to %s", len(code), upload_uri)
+        self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(request, indent=2, default=str))
         self.active_job_name = name
         self.submitted_at = time.time()
         answer = hook.create_training_job(request, identity=identity.digest)
@@ -204,6 +248,7 @@ class HeteroTrainingOperator(JobLifecycle, BaseOperator):
 
     # -- execution ---------------------------------------------------------------------------
 
+    @records_outputs
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
         from airflow_hetero.hooks.outcome import classify, resolve_outcome, result_dict, wait_limit_seconds
@@ -356,6 +401,7 @@ class HeteroTrainingOperator(JobLifecycle, BaseOperator):
             return None
         return tailer
 
+    @records_outputs
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as the synchronous wait."""
         from airflow_hetero.hooks.outcome import outcome_from_event

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseSensorOperator, PokeReturnValue, default_deferrable
+from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 
 if TYPE_CHECKING:
-    from airflow_hetero._compat import Context
+    from airflow_hetero._compat import Asset, Context
     from airflow_hetero.hooks.training import HeteroTrainingHook
 
 
-class HeteroTrainingSensor(BaseSensorOperator):
+class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
     """Wait until the SageMaker training job ``job_name`` finishes; return its result dict.
 
     :param job_name: the job to watch (templated), e.g.
@@ -34,9 +35,12 @@ class HeteroTrainingSensor(BaseSensorOperator):
         every host, prefixed ``[group/host]``.
     :param log_tail_lines: lines per log stream printed with ``print_log``.
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
+    :param model_asset: an Asset (or its URI, normally the job's ``output_path``) this task updates
+        when the job completes; the event's extra holds the job name, model artifact, instance
+        groups and final metrics.
     """
 
-    template_fields: Sequence[str] = ("job_name",)
+    template_fields: Sequence[str] = ("job_name", "aws_conn_id", "region_name", "verify")
     ui_color = "#f0eee4"
 
     def __init__(
@@ -51,9 +55,11 @@ class HeteroTrainingSensor(BaseSensorOperator):
         print_log: bool = False,
         log_tail_lines: int = 50,
         deferrable: bool | None = None,
+        model_asset: Asset | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.model_asset = self.declare_model_asset(model_asset)
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
         self.region_name = region_name
@@ -70,6 +76,7 @@ class HeteroTrainingSensor(BaseSensorOperator):
 
         return HeteroTrainingHook.for_task(self)
 
+    @records_outputs
     def execute(self, context: Context) -> Any:
         """Poke/reschedule as usual, or defer to the trigger when ``deferrable``."""
         if not self.deferrable:
@@ -119,6 +126,7 @@ class HeteroTrainingSensor(BaseSensorOperator):
             self._print_tail(hook, describe)
         return PokeReturnValue(is_done=True, xcom_value=resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped))
 
+    @records_outputs
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as a poke."""
         from airflow_hetero.hooks.outcome import outcome_from_event

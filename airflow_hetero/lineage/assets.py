@@ -1,0 +1,34 @@
+"""The model artifact as an Airflow asset: its URI and the extra each asset event carries.
+
+Pure: works on the result dict the operator and sensor return (``hooks.outcome.result_dict``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def normalize_uri(uri: str) -> str:
+    """An S3 prefix compared without its trailing slash (Airflow 3 drops it from asset URIs)."""
+    return uri.rstrip("/")
+
+
+def model_asset_extra(result: dict[str, Any]) -> dict[str, Any]:
+    """The asset event extra for a completed job: job name, model artifact, groups, final metrics."""
+    return {
+        "training_job_name": result.get("training_job_name"),
+        "model_artifacts": result.get("model_artifacts"),
+        "instance_groups": list(result.get("instance_groups") or []),
+        "final_metrics": dict(result.get("final_metrics") or {}),
+    }
+
+
+def artifact_outside_asset(asset_uri: str, result: dict[str, Any]) -> str | None:
+    """Why the job's model artifact does not lie under the asset's URI, or None when it does."""
+    artifact = result.get("model_artifacts")
+    if not artifact:
+        return "the job reported no model artifact"
+    prefix = normalize_uri(asset_uri) + "/"
+    if not str(artifact).startswith(prefix):
+        return f"model artifact {artifact} is not under the asset URI {asset_uri}"
+    return None

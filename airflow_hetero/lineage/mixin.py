@@ -1,0 +1,77 @@
+"""What the operator and the sensor share about a finished job: its asset event and its lineage.
+
+``records_outputs`` wraps ``execute`` / ``execute_complete``: the result dict they return is kept
+on the task (for the OpenLineage listener, which runs after success on the same task object) and,
+when the task declares a model asset, becomes that asset event's extra.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from airflow_hetero._compat import AirflowFailException, Asset
+from airflow_hetero.lineage.assets import artifact_outside_asset, model_asset_extra
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+    from airflow_hetero._compat import Context
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def records_outputs(method: F) -> F:
+    """Decorate ``execute``-like methods: keep their result dict and fill the model asset's event."""
+
+    @functools.wraps(method)
+    def wrapper(self: JobOutputsMixin, context: Context, *args: Any, **kwargs: Any) -> Any:
+        result = method(self, context, *args, **kwargs)
+        self.record_job_outputs(context, result)
+        return result
+
+    return cast(F, wrapper)
+
+
+class JobOutputsMixin:
+    """Model asset declaration and emission, and ``get_openlineage_facets_on_complete``."""
+
+    task_id: str
+    outlets: Any
+    model_asset: Asset | None = None
+    #: The result dict of the job this task saw finish (None before, or when it did not wait).
+    job_result: dict[str, Any] | None = None
+
+    def declare_model_asset(self, model_asset: Asset | str | None) -> Asset | None:
+        """Add the model asset (an Asset, or its URI) to the task's outlets; return it."""
+        if model_asset is None:
+            return None
+        asset = Asset(model_asset) if isinstance(model_asset, str) else model_asset
+        self.outlets = [*(self.outlets or []), asset]
+        return asset
+
+    def record_job_outputs(self, context: Context, result: Any) -> None:
+        """Keep the result; give the model asset's event the job's name, artifact, groups and metrics."""
+        if not isinstance(result, dict):
+            return
+        self.job_result = result
+        if self.model_asset is None:
+            return
+        if result.get("status") != "Completed":
+            raise AirflowFailException(
+                f"Task {self.task_id}: job {result.get('training_job_name')} ended {result.get('status')}, "
+                f"so there is no model for asset {self.model_asset.uri}"
+            )
+        problem = artifact_outside_asset(self.model_asset.uri, result)
+        if problem:
+            raise AirflowFailException(f"Task {self.task_id}: {problem}; set model_asset to the job's output_path")
+        context["outlet_events"][self.model_asset].extra = model_asset_extra(result)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
+        """Inputs: every S3 channel with its instance groups; output: the model artifact."""
+        from airflow_hetero.lineage.openlineage import training_lineage
+
+        if self.job_result is None:
+            return None
+        return training_lineage(self.job_result)

@@ -1,0 +1,69 @@
+"""OpenLineage datasets of a training job: every S3 channel (with its instance groups) in, the model out.
+
+Built from the result dict of the job (``hooks.outcome.result_dict``: ``input_channels`` and
+``model_artifacts`` come from DescribeTrainingJob), so the operator and the sensor report the same
+lineage. The OpenLineage client classes are imported when lineage is asked for: only the
+OpenLineage provider's listener calls this, and only when that provider is installed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+#: Where the custom channel facet's fields are described.
+CHANNEL_FACET_SCHEMA = "https://pypi.org/project/airflow-hetero/#sagemakerchannel-facet"
+
+
+def s3_dataset_name(uri: str) -> tuple[str, str] | None:
+    """OpenLineage naming for S3: namespace ``s3://<bucket>``, name the key (``/`` for the bucket)."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("s3", "https") or not parsed.netloc:
+        return None
+    if parsed.scheme == "https":  # https://<bucket>.s3.<region>.amazonaws.com/<key> or path style
+        host = parsed.netloc.split(".s3", 1)
+        if len(host) == 2 and host[0]:
+            return f"s3://{host[0]}", parsed.path.lstrip("/").rstrip("/") or "/"
+        bucket, _, key = parsed.path.lstrip("/").partition("/")
+        return (f"s3://{bucket}", key.rstrip("/") or "/") if bucket else None
+    return f"s3://{parsed.netloc}", parsed.path.lstrip("/").rstrip("/") or "/"
+
+
+def training_lineage(result: dict[str, Any]) -> OperatorLineage[Any, Any]:
+    """Inputs: each S3 channel with a ``sagemakerChannel`` facet (channel, instance groups); output: the model."""
+    import attr
+    from airflow.providers.common.compat.openlineage.facet import InputDataset, OutputDataset
+    from airflow.providers.openlineage.extractors import OperatorLineage
+    from openlineage.client.generated.base import InputDatasetFacet
+
+    @attr.define
+    class SageMakerChannelInputDatasetFacet(InputDatasetFacet):
+        """Which channel of the job read this dataset, and which instance groups receive it."""
+
+        channelName: str
+        instanceGroups: list[str]
+        distribution: str | None = None
+
+        @staticmethod
+        def _get_schema() -> str:
+            return CHANNEL_FACET_SCHEMA
+
+    inputs = []
+    for channel in result.get("input_channels") or []:
+        named = s3_dataset_name(str(channel.get("s3_uri") or ""))
+        if named is None:
+            continue  # not S3 (file system or FSx channels): no OpenLineage S3 dataset
+        facet = SageMakerChannelInputDatasetFacet(
+            channelName=str(channel.get("channel")),
+            instanceGroups=[str(g) for g in channel.get("instance_groups") or []],
+            distribution=channel.get("distribution"),
+        )
+        inputs.append(InputDataset(namespace=named[0], name=named[1], inputFacets={"sagemakerChannel": facet}))
+    outputs = []
+    artifact = s3_dataset_name(str(result.get("model_artifacts") or ""))
+    if artifact is not None:
+        outputs.append(OutputDataset(namespace=artifact[0], name=artifact[1]))
+    return OperatorLineage(inputs=inputs, outputs=outputs)
