@@ -7,9 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from airflow_hetero._compat import AIRFLOW_V_3
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.skipif(not AIRFLOW_V_3, reason="the benchmark drives Airflow 3's DAG processor")
 def test_every_variant_parses_in_a_forked_child(tmp_path: Path) -> None:
     env = {**os.environ, "AIRFLOW_HETERO_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run(

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from airflow_hetero._compat import AIRFLOW_V_3
 from airflow_hetero.plugins.page import CSP, chart, render_page
 
 
@@ -128,11 +129,15 @@ def test_extra_link_url_and_push() -> None:
     )
     ti = MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1)
     persist_instance_groups_link({"ti": ti})  # type: ignore[typeddict-item]
+    if not AIRFLOW_V_3:  # Airflow 2 calls get_link (above) instead of reading an XCom
+        ti.xcom_push.assert_not_called()
+        return
     ti.xcom_push.assert_called_once_with(
         key="_link_InstanceGroupsLink", value="/hetero/instance-groups?dag_id=d&run_id=r&task_id=t&map_index=-1"
     )
 
 
+@pytest.mark.skipif(not AIRFLOW_V_3, reason="Airflow 2.11 serves a Flask blueprint: see the next tests")
 def test_plugin_loads_no_web_framework_and_registers_its_view() -> None:
     import subprocess
 
@@ -213,6 +218,7 @@ def test_the_summary_operator_still_imports_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = out.splitlines()[-1]
-    for heavy in ("logs.streams", "logs.summary", "logs.series", "plugins.page", "fastapi", "flask", "hooks"):
+    web = ("fastapi", "flask") if AIRFLOW_V_3 else ("fastapi",)  # Airflow 2's BaseOperator loads Flask itself
+    for heavy in ("logs.streams", "logs.summary", "logs.series", "plugins.page", *web, "hooks"):
         assert heavy not in loaded, loaded
     assert "airflow_hetero.logs.verdict" in loaded and "airflow_hetero.links.instance_groups" in loaded
