@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from airflow_hetero.logs.line_rules import DEFAULT_ERROR_PATTERNS, LineRules, metric_goal
 from airflow_hetero.logs.mapping import GroupSpec, groups_from_describe, resolve_mapping
-from airflow_hetero.logs.streams import (
-    DEFAULT_ERROR_PATTERNS,
-    MAX_LINE_CHARS,
-    LineRules,
-    StreamLog,
-    host_from_stream,
-    metric_goal,
-    parse_group_map,
-)
+from airflow_hetero.logs.streams import MAX_LINE_CHARS, StreamLog, host_from_stream, parse_group_map
 from airflow_hetero.runtime import format_marker
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "sagemaker-training-startup-algo-2.log"

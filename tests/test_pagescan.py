@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from airflow_hetero.logs.line_rules import LineRules
 from airflow_hetero.logs.pagescan import candidate_lines, page_scannable, page_text
-from airflow_hetero.logs.streams import LineRules, StreamLog
+from airflow_hetero.logs.streams import StreamLog
 from airflow_hetero.runtime import format_marker
 
 METRICS = [

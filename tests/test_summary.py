@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from airflow_hetero.logs.limits import MIN_MAX_XCOM_BYTES, enforce_size_limit, format_table, json_size
-from airflow_hetero.logs.streams import LineRules, StreamLog
+from airflow_hetero.logs.line_rules import LineRules
+from airflow_hetero.logs.streams import StreamLog
 from airflow_hetero.logs.summary import (
     UTILIZATION_METRICS,
     aggregate_utilization,

@@ -14,15 +14,10 @@ from typing import Any
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.logs.cloudwatch import ApiCalls, counted_call, metric_period, read_job_logs, read_utilization
 from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
+from airflow_hetero.logs.line_rules import LineRules
 from airflow_hetero.logs.mapping import groups_from_describe, resolve_mapping
 from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS, group_series
-from airflow_hetero.logs.streams import (
-    DEFAULT_MAX_ERROR_SAMPLES,
-    LOG_GROUP,
-    LineRules,
-    StreamLog,
-    host_from_stream,
-)
+from airflow_hetero.logs.streams import DEFAULT_MAX_ERROR_SAMPLES, LOG_GROUP, StreamLog, host_from_stream
 from airflow_hetero.logs.summary import TERMINAL_STATUSES, build_summary, training_window
 from airflow_hetero.logs.verdict import Thresholds, judge
 
@@ -53,7 +48,7 @@ def summarize_training_job(
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
     :param error_patterns: regexes counting a line as an error (None: tracebacks, ERROR/CRITICAL,
-        CUDA/NCCL errors, OOM kills; see :data:`airflow_hetero.logs.streams.DEFAULT_ERROR_PATTERNS`).
+        CUDA/NCCL errors, OOM kills; see :data:`airflow_hetero.logs.line_rules.DEFAULT_ERROR_PATTERNS`).
     :param metric_definitions: ``[{"Name", "Regex"}]``; None means the job's own MetricDefinitions.
     :param max_xcom_bytes: size bound of the returned dict as JSON (tails shrink first, then error
         samples, then per-host lists; ``truncated`` says what was cut; any number of streams fits).

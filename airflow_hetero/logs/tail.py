@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
+from airflow_hetero.logs.line_rules import LineRules
 from airflow_hetero.logs.mapping import groups_from_describe, resolve_mapping
-from airflow_hetero.logs.streams import LOG_GROUP, LineRules, StreamLog, host_from_stream
+from airflow_hetero.logs.streams import LOG_GROUP, StreamLog, host_from_stream
 from airflow_hetero.logs.text import strip_control
 
 log = logging.getLogger(__name__)
