@@ -171,6 +171,29 @@ def test_traceback_counts_once_and_keeps_exception_line() -> None:
     assert (second.line, second.exception) == ("ERROR second", None)
 
 
+def test_output_interleaved_with_a_traceback_is_not_its_exception() -> None:
+    """stdout and stderr reach CloudWatch apart: a print just before the crash can sort inside the traceback."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 9, in <module>',
+        "epoch=3 loss=0.6 acc=0.8",  # printed to stdout just before the raise
+        '    raise RuntimeError("NCCL error: unhandled system error")',
+        "RuntimeError: NCCL error: unhandled system error",
+    ]
+    rules = LineRules.build(metric_definitions=[{"Name": "loss", "Regex": "loss=([0-9.]+)"}])
+    log = stream("algo-1", lines, rules=rules)
+    (sample,) = log.error_samples
+    assert sample.exception == "RuntimeError: NCCL error: unhandled system error"
+    assert log.metrics["loss"].last == 0.6  # the interleaved line still counts for its metric
+
+
+def test_a_traceback_left_open_by_other_output_closes_after_a_bound() -> None:
+    lines = ["Traceback (most recent call last):", '  File "x.py", line 1'] + [f"step={i}" for i in range(25)]
+    lines.append("ERROR later")
+    log = stream("algo-1", lines)
+    assert log.errors == 2 and log.error_samples[0].exception is None
+
+
 def test_error_samples_are_bounded_and_first_ones_kept() -> None:
     log = stream("algo-1", [f"ERROR {i}" for i in range(50)], max_error_samples=3)
     assert log.errors == 50

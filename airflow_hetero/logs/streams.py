@@ -43,6 +43,11 @@ DEFAULT_MAX_ERROR_SAMPLES = 10
 
 _MARKER_TAG = "[airflow-hetero]"
 _TRACEBACK_CONTINUATIONS = ("Traceback", "During handling of the above", "The above exception")
+#: The line that closes a Python traceback: ``module.ExceptionName: message`` (or the name alone).
+_EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::|$)")
+#: Other output lines that may land inside a traceback before it closes: stdout and stderr reach
+#: CloudWatch apart, so a print just before a crash can sort between the frames and the exception.
+MAX_INTERLEAVED_LINES = 20
 _STREAM_EPOCH = re.compile(r"^(?P<host>.+)-\d{9,}$")
 _ENV_LINE = re.compile(r"SM_[A-Z0-9_]*=")
 
@@ -129,6 +134,7 @@ class StreamLog:
     current_group: str | None = None
     group_map: dict[str, dict[str, Any]] | None = None
     _in_traceback: ErrorSample | None = None
+    _interleaved: int = 0
 
     def __post_init__(self) -> None:
         self.tail = deque(maxlen=max(self.tail_lines, 0))
@@ -230,9 +236,13 @@ class StreamLog:
         if pending is not None and line:
             if line[0].isspace() or line.startswith(_TRACEBACK_CONTINUATIONS):
                 pass  # a frame of the traceback being read: part of that one error
-            else:
+            elif _EXCEPTION_LINE.match(line):
                 pending.exception = clip(line, 300)  # the exception line that closes the traceback
                 self._in_traceback = None
+            else:  # other output interleaved with the traceback: not its exception
+                self._interleaved += 1
+                if self._interleaved > MAX_INTERLEAVED_LINES:
+                    self._in_traceback = None
         elif rules.errors is not None and rules.errors.search(line):
             self._error(timestamp, stored)
         elif rules.warnings is not None and rules.warnings.search(line):
@@ -258,6 +268,7 @@ class StreamLog:
             self.error_samples.append(sample)
         # A traceback is one error: its frames and closing exception line are not counted again.
         self._in_traceback = sample if stored.startswith("Traceback") else None
+        self._interleaved = 0
 
     def _marker_line(self, line: str) -> None:
         text = line.strip()
