@@ -260,3 +260,12 @@ def toolkit_startup(host: str, group: str) -> list[str]:
         f"SM_CURRENT_HOST={host}",
         f"SM_CURRENT_INSTANCE_GROUP={group}",
     ]
+
+
+def served_jobs(conn_id: str, server_url: str, monkeypatch: pytest.MonkeyPatch) -> MotoJobs:
+    """Controlled jobs behind a moto server, reached through the Airflow connection ``conn_id``."""
+    name, value = aws_connection_env(conn_id, server_url)
+    monkeypatch.setenv(name, value)
+    jobs = MotoJobs()
+    jobs.install(monkeypatch)
+    return jobs

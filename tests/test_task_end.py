@@ -19,7 +19,7 @@ from unittest.mock import MagicMock
 
 import boto3
 import pytest
-from moto_jobs import MotoJobs, aws_connection_env, hetero_request, mocked_jobs, moto_server
+from moto_jobs import MotoJobs, aws_connection_env, hetero_request, mocked_jobs, moto_server, served_jobs
 
 from airflow_hetero._compat import TaskDeferred
 from airflow_hetero.definition import naming
@@ -51,11 +51,7 @@ def server_url() -> Iterator[str]:
 
 @pytest.fixture
 def served(server_url: str, monkeypatch: pytest.MonkeyPatch) -> MotoJobs:
-    name, value = aws_connection_env(CONN_ID, server_url)
-    monkeypatch.setenv(name, value)
-    jobs = MotoJobs()
-    jobs.install(monkeypatch)
-    return jobs
+    return served_jobs(CONN_ID, server_url, monkeypatch)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
-from moto_jobs import MotoJobs, aws_connection_env, hetero_request, moto_server, server_error, throttling
+from moto_jobs import MotoJobs, aws_connection_env, hetero_request, moto_server, served_jobs, server_error, throttling
 
 from airflow_hetero.hooks.outcome import WAIT_MARGIN_SECONDS
 from airflow_hetero.triggers import HeteroTrainingTrigger
@@ -33,11 +33,7 @@ def server_url() -> Iterator[str]:
 
 @pytest.fixture
 def jobs(server_url: str, monkeypatch: pytest.MonkeyPatch) -> MotoJobs:
-    name, value = aws_connection_env(CONN_ID, server_url)
-    monkeypatch.setenv(name, value)
-    jobs = MotoJobs()
-    jobs.install(monkeypatch)
-    return jobs
+    return served_jobs(CONN_ID, server_url, monkeypatch)
 
 
 def create(server_url: str, name: str, **overrides: Any) -> None:
