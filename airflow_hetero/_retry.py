@@ -62,6 +62,17 @@ def error_code(exc: BaseException) -> str | None:
     return None
 
 
+def is_not_found(exc: BaseException) -> bool:
+    """True when the service says the training job does not exist."""
+    code = error_code(exc)
+    if code in ("ResourceNotFound", "ResourceNotFoundException"):
+        return True
+    if code != "ValidationException":
+        return False
+    message = str(getattr(exc, "response", {}).get("Error", {}).get("Message", "")).lower()
+    return "not found" in message or "could not find" in message
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for throttling, 5xx and connection/timeouts: errors worth retrying unchanged."""
     response = getattr(exc, "response", None)

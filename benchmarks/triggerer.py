@@ -2,22 +2,27 @@
 
 A stand-in SageMaker endpoint (its own process: JSON 1.1, DescribeTrainingJob and ListTrainingJobs
 with ``LastModifiedTimeAfter`` and paging) holds N running jobs. Each variant runs in a fresh
-process, as a triggerer does: N triggers started at once in one asyncio loop, then watched for a
-steady window. Measured per variant, in the same run:
+process, as a triggerer does: N triggers started in one asyncio loop the way Airflow 3's
+``TriggerRunner.create_triggers`` starts them (yielding to the loop before and after building
+each), then watched for a steady window. Measured per variant, in the same run:
 
-* seconds from starting N - 1 triggers at once until every job had been checked once (the
-  endpoint's first DescribeTrainingJob of the job);
+* seconds from starting N - 1 triggers until every job had been checked once (the endpoint's
+  first DescribeTrainingJob of the job);
 * steady CPU per job per poll interval, in ms (process CPU over the window / N / intervals);
 * memory per trigger: RSS growth / (N - 1) after a first trigger has loaded the libraries and
   built its client (what any triggerer pays once);
-* event-loop lag: the worst lateness of a 50 ms ticker while the first trigger builds its client
-  (botocore loads the SageMaker service model in the loop, once per client), while the other
-  N - 1 start, and in the steady window.
+* event-loop lag: the worst lateness of a 50 ms ticker while the first trigger builds its client,
+  while the other N - 1 start, and in the steady window; and the same not counting the time the
+  interpreter spent in its garbage collector (taken from ``gc.callbacks``). A full collection
+  stops every thread for a time that grows with everything the process holds: the benchmark
+  counts them and measures one in the same process after importing only Airflow's trigger base
+  (the floor no trigger can go below). ``--frozen-gc`` adds ours in a triggerer whose
+  ``airflow_local_settings.py`` calls ``gc.freeze()`` (see docs/performance.md).
 
 Baseline: ``SageMakerTrigger`` of the Amazon provider (one hook, one client and one waiter per
 trigger). Ratios are ours / the provider's.
 
-    python -m benchmarks.triggerer [--jobs 1000] [--interval 5] [--window 30]
+    python -m benchmarks.triggerer [--jobs 1000] [--interval 10] [--window 30] [--frozen-gc]
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -35,6 +41,10 @@ from pathlib import Path
 from typing import Any
 
 CONN_ID = "bench_sagemaker"
+#: variant -> column title; "ours-frozen" runs ours with ``gc.freeze()`` in airflow_local_settings
+VARIANTS = {"provider": "provider", "ours": "airflow-hetero", "ours-frozen": "+ gc.freeze()"}
+#: What a deployment puts in airflow_local_settings.py for the frozen variant (docs/performance.md).
+FREEZE_SETTINGS = "import gc\n\ngc.freeze()  # the heap Airflow built at start-up: never scanned again\n"
 
 
 # -- the stand-in endpoint -----------------------------------------------------------------------
@@ -127,11 +137,25 @@ def serve(port_file: str, jobs: int) -> None:
 def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dict[str, float]:
     """In this process: start ``jobs`` triggers in one loop, watch them for ``window`` seconds."""
     import asyncio
+    import gc
     import resource
 
     import psutil
+    from airflow.triggers.base import BaseTrigger  # noqa: F401  (what any triggerer has loaded)
 
-    if variant == "ours":
+    floor_ms = full_collection_ms()
+    pauses: list[tuple[float, float, int]] = []  # (start, end, generation) of every collection, loop clock
+    gc_start = [0.0]
+
+    def on_gc(phase_name: str, info: dict[str, Any]) -> None:
+        if phase_name == "start":
+            gc_start[0] = time.monotonic()
+        else:
+            pauses.append((gc_start[0], time.monotonic(), info["generation"]))
+
+    gc.callbacks.append(on_gc)
+
+    if variant.startswith("ours"):
         from airflow_hetero.triggers import HeteroTrainingTrigger
 
         def make(i: int) -> Any:
@@ -148,28 +172,50 @@ def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dic
 
     async def main() -> dict[str, float]:
         lag = {"first client": 0.0, "start": 0.0, "steady": 0.0}
+        lag_not_gc = dict(lag)
+        full_gc = {name: [0, 0.0] for name in lag}  # count, worst seconds
         phase = "first client"
         stop = asyncio.Event()
 
         async def ticker() -> None:
-            loop = asyncio.get_running_loop()
+            loop = asyncio.get_running_loop()  # loop.time() is time.monotonic()
+            seen = 0
             while not stop.is_set():
                 expected = loop.time() + 0.05
                 await asyncio.sleep(0.05)
-                lag[phase] = max(lag[phase], loop.time() - expected)
+                now = loop.time()
+                # the part of the lateness spent in the garbage collector (any generation)
+                in_gc = sum(max(0.0, min(end, now) - max(start, expected)) for start, end, _ in pauses[seen:])
+                for start, end, generation in pauses[seen:]:
+                    if generation == 2:
+                        full_gc[phase][0] += 1
+                        full_gc[phase][1] = max(full_gc[phase][1], end - start)
+                seen = len(pauses)
+                lag[phase] = max(lag[phase], now - expected)
+                lag_not_gc[phase] = max(lag_not_gc[phase], now - expected - in_gc)
 
         async def consume(trigger: Any) -> None:
             async for _ in trigger.run():
                 return
 
+        tasks: list[asyncio.Task[None]] = []
+
+        async def create_triggers(numbers: range) -> None:
+            # as Airflow 3's TriggerRunner.create_triggers: it yields to the loop before loading
+            # each trigger class and again before building the trigger, then starts its task
+            for i in numbers:
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+                tasks.append(asyncio.ensure_future(consume(make(i))))
+
         tick = asyncio.ensure_future(ticker())
         # one trigger first: libraries, connection and the first client are paid once by any triggerer
-        tasks = [asyncio.ensure_future(consume(make(0)))]
+        await create_triggers(range(1))
         await asyncio.sleep(max(interval, 3.0))
         rss_warm = proc.memory_info().rss
         phase = "start"
         started = time.time()
-        tasks += [asyncio.ensure_future(consume(make(i))) for i in range(1, jobs)]
+        await create_triggers(range(1, jobs))
         await asyncio.sleep(max(2 * interval, 10.0))  # everything started and checked at least once
         phase = "steady"
         cpu0, t0 = time.process_time(), time.time()
@@ -188,10 +234,30 @@ def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dic
             "lag_first_ms": lag["first client"] * 1000,
             "lag_start_ms": lag["start"] * 1000,
             "lag_ms": lag["steady"] * 1000,
+            "lag_not_gc_first_ms": lag_not_gc["first client"] * 1000,
+            "lag_not_gc_start_ms": lag_not_gc["start"] * 1000,
+            "lag_not_gc_ms": lag_not_gc["steady"] * 1000,
+            "full_gc_start": full_gc["start"][0],
+            "full_gc_steady": full_gc["steady"][0],
+            "full_gc_worst_ms": max(worst for _, worst in full_gc.values()) * 1000,
+            "full_gc_floor_ms": floor_ms,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
 
     return asyncio.run(main())
+
+
+def full_collection_ms() -> float:
+    """CPU of one full garbage collection of this process now (median of three)."""
+    import gc
+
+    gc.collect()
+    times = []
+    for _ in range(3):
+        cpu = time.process_time()
+        gc.collect()
+        times.append(time.process_time() - cpu)
+    return sorted(times)[1] * 1000
 
 
 def measure(variant: str, port: int, jobs: int, interval: float, window: float) -> dict[str, float]:
@@ -211,7 +277,11 @@ def measure(variant: str, port: int, jobs: int, interval: float, window: float) 
     }
     code = [sys.executable, "-m", "benchmarks.triggerer", "--run", variant]
     code += ["--jobs", str(jobs), "--interval", str(interval), "--window", str(window)]
-    out = subprocess.run(code, env=env, check=True, capture_output=True, text=True).stdout
+    with tempfile.TemporaryDirectory() as settings_dir:
+        if variant.endswith("-frozen"):
+            Path(settings_dir, "airflow_local_settings.py").write_text(FREEZE_SETTINGS, encoding="utf-8")
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [settings_dir, env.get("PYTHONPATH")]))
+        out = subprocess.run(code, env=env, check=True, capture_output=True, text=True).stdout
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
     return result
 
@@ -231,6 +301,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=VARIANTS, help="run one variant (no ratios)")
+    parser.add_argument(
+        "--frozen-gc",
+        action="store_true",
+        help="also run ours in a triggerer whose airflow_local_settings calls gc.freeze()",
+    )
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve, args.jobs)
@@ -240,10 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result))
         return 0
 
-    import tempfile
-
     results: dict[str, dict[str, float]] = {}
-    for variant in ("provider", "ours"):
+    variants = [args.only] if args.only else ["provider", "ours"] + (["ours-frozen"] if args.frozen_gc else [])
+    for variant in variants:
         with tempfile.TemporaryDirectory() as tmp:
             port_file = os.path.join(tmp, "port")
             server = subprocess.Popen(
@@ -275,15 +350,25 @@ def main(argv: list[str] | None = None) -> int:
         ("worst loop lag, first client (ms)", "lag_first_ms", "{:.0f}"),
         ("worst loop lag, N-1 starting (ms)", "lag_start_ms", "{:.0f}"),
         ("worst loop lag, steady (ms)", "lag_ms", "{:.0f}"),
+        ("  not counting GC pauses, first client", "lag_not_gc_first_ms", "{:.0f}"),
+        ("  not counting GC pauses, N-1 starting", "lag_not_gc_start_ms", "{:.0f}"),
+        ("  not counting GC pauses, steady", "lag_not_gc_ms", "{:.0f}"),
+        ("full collections while starting", "full_gc_start", "{:.0f}"),
+        ("full collections in the steady window", "full_gc_steady", "{:.0f}"),
+        ("worst full collection (ms)", "full_gc_worst_ms", "{:.0f}"),
+        ("full collection, Airflow alone (ms)", "full_gc_floor_ms", "{:.0f}"),
         ("peak RSS (MB)", "peak_rss_mb", "{:.0f}"),
         ("DescribeTrainingJob calls", "describe", "{:.0f}"),
         ("ListTrainingJobs calls", "list", "{:.0f}"),
     ]
-    print(f"{'':36} {'airflow-hetero':>15} {'provider':>12} {'x provider':>11}")
+    compared = "ours" in variants and "provider" in variants
+    print(f"{'':40}" + "".join(f"{VARIANTS[v]:>16}" for v in variants) + ("  x provider" if compared else ""))
     for label, key, fmt in rows:
-        ours, theirs = results["ours"][key], results["provider"][key]
-        ratio = f"{ours / theirs:.3f}" if theirs else "-"
-        print(f"{label:36} {fmt.format(ours):>15} {fmt.format(theirs):>12} {ratio:>11}")
+        line = f"{label:40}" + "".join(f"{fmt.format(results[v][key]):>16}" for v in variants)
+        if compared:
+            theirs = results["provider"][key]
+            line += f"{results['ours'][key] / theirs:>12.3f}" if theirs else f"{'-':>12}"
+        print(line)
     return 0
 
 

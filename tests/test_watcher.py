@@ -86,7 +86,7 @@ class FakeHook:
     def __init__(self, service: FakeSageMaker) -> None:
         self.service = service
 
-    async def get_async_conn(self) -> Any:
+    async def async_client(self) -> Any:
         service = self.service
 
         @contextlib.asynccontextmanager

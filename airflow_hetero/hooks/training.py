@@ -14,13 +14,16 @@ the job is looked up by name and adopted when its identity matches the task's
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+import weakref
 from functools import cached_property
 from typing import Any, Protocol
 
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
-from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_transient
+from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_not_found, is_transient
 from airflow_hetero.hooks.identity import identity_in_describe, identity_in_tags
 from airflow_hetero.hooks.outcome import JobState, classify
 
@@ -28,15 +31,33 @@ from airflow_hetero.hooks.outcome import JobState, classify
 NO_RETRIES = {"total_max_attempts": 1}
 
 
-def is_not_found(exc: BaseException) -> bool:
-    """True when the service says the training job does not exist."""
-    code = error_code(exc)
-    if code in ("ResourceNotFound", "ResourceNotFoundException"):
-        return True
-    if code != "ValidationException":
-        return False
-    message = str(getattr(exc, "response", {}).get("Error", {}).get("Message", "")).lower()
-    return "not found" in message or "could not find" in message
+#: Services whose botocore data each data loader holds already (see :func:`preload_client_data`).
+_preloaded: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_preload_lock = threading.Lock()
+
+
+def preload_client_data(session: Any, service: str) -> None:
+    """Have ``session``'s data loader read botocore's JSON data for ``service`` (blocking; call in a thread).
+
+    The first aiobotocore client of a process reads the service model, endpoints and partitions
+    (about 0.3 s of CPU) inside ``async with``, that is in the event loop, where it stalls every
+    other trigger. The Amazon provider's sessions share one caching loader, so a throwaway client
+    built here, in its own loop, leaves only cached lookups for the real one. Once per loader and
+    service; the throwaway has dummy credentials and never calls anything.
+    """
+    loader = session.get_component("data_loader")
+    with _preload_lock:
+        if service in _preloaded.setdefault(loader, set()):
+            return
+
+        async def build() -> None:
+            async with session.create_client(
+                service, region_name="us-east-1", aws_access_key_id="preload", aws_secret_access_key="preload"
+            ):
+                pass
+
+        asyncio.run(build())
+        _preloaded[loader].add(service)
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -115,6 +136,23 @@ class HeteroTrainingHook(AwsBaseHook):
             config=self._get_config(),
             verify=self.verify,
         )
+
+    async def async_client(self) -> Any:
+        """The aiobotocore SageMaker client (an async context manager) without blocking the event loop.
+
+        The provider's ``get_async_conn`` resolves credentials in a thread but leaves botocore's
+        data loading to ``async with``; :func:`preload_client_data` does that part in a thread first.
+        """
+        from airflow.providers.amazon.aws.hooks.base_aws import BaseSessionFactory
+
+        def preload() -> None:
+            # an async session as the provider makes them (its first one imports aiobotocore and
+            # aiohttp): the same shared data loader, no credentials
+            session = BaseSessionFactory(conn=None).get_async_session()  # type: ignore[no-untyped-call]
+            preload_client_data(session, "sagemaker")
+
+        await asyncio.to_thread(preload)
+        return await self.get_async_conn()  # type: ignore[no-untyped-call]
 
     @cached_property
     def create_client(self) -> Any:

@@ -146,7 +146,7 @@ class JobLifecycle:
 
     def describe_fresh(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
         """DescribeTrainingJob, waiting out "not found" within the grace period after our own create."""
-        from airflow_hetero.hooks.training import is_not_found
+        from airflow_hetero._retry import is_not_found
 
         while True:
             try:

@@ -303,9 +303,8 @@ class HeteroTrainingOperator(JobLifecycle, JobOutputsMixin, BaseOperator):
         self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any] | None, started: float
     ) -> dict[str, Any]:
         """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
-        from airflow_hetero._retry import is_transient
+        from airflow_hetero._retry import is_not_found, is_transient
         from airflow_hetero.hooks.outcome import TrainingJobTimeoutError, classify, resolve_outcome, wait_limit_seconds
-        from airflow_hetero.hooks.training import is_not_found
 
         logged = 0  # SecondaryStatusTransitions already written to the task log
         tailer: LogTailer | None = None

@@ -31,7 +31,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_transient
+from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_not_found, is_transient
 from airflow_hetero.hooks.outcome import classify, wait_limit_seconds
 
 CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
@@ -164,59 +164,72 @@ class HeteroTrainingTrigger(BaseTrigger):
         Status comes from the loop's shared :class:`~airflow_hetero.triggers.watcher.JobWatcher`:
         one client and batched checks for every trigger of the same connection.
         """
-        from airflow_hetero.hooks.training import is_not_found
         from airflow_hetero.triggers.watcher import JobWatcher, watch_key
 
         key = watch_key(self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
         watcher = JobWatcher.shared(key, self._hook, self.retry_policy)
+        async with watcher.subscribe(self.job_name, self.poll_interval) as subscription:
+            event = await self._wait(subscription.updates)
+        yield event
+
+    async def _wait(self, updates: asyncio.Queue[dict[str, Any] | BaseException]) -> TriggerEvent:
+        """The one event that ends the wait, from the watcher's answers on ``updates``.
+
+        One timer covers the whole wait (moved once the job's own deadline is known): a thousand
+        waiting triggers hold a thousand timers, not a new one per answer.
+        """
+        loop = asyncio.get_running_loop()
+
+        def loop_time(epoch: float) -> float:
+            return loop.time() + (epoch - time.time())
+
         deadline = self._deadline_for(None)  # until a Describe succeeds: counted from the task's start
         known = self.deadline is not None
         # a deadline that has already passed still gives the first check a moment, so the
         # timeout event can carry the job's state
         first_answer_by = time.time() + min(max(float(self.poll_interval), 2.0), 30.0)
         last: dict[str, Any] | None = None
-        async with watcher.subscribe(self.job_name, self.poll_interval) as subscription:
-            while True:
-                until = deadline if last is not None else max(deadline, first_answer_by)
-                try:
-                    answer = await asyncio.wait_for(subscription.updates.get(), max(0.0, until - time.time()))
-                except TimeoutError:
-                    yield self._event("timeout", last, f"deadline {deadline:.0f} passed")
-                    return
-                if isinstance(answer, BaseException):
-                    if is_not_found(answer) and self._just_created():
-                        self.log.warning("Training job %s not found yet (just created): will look again", self.job_name)
-                    elif not is_transient(answer):
-                        self.log.error("Stopped watching training job %s: %s", self.job_name, answer)
-                        yield self._event("error", last, f"{type(answer).__name__}: {answer}")
-                        return
-                    else:
-                        self.log.warning("Training job %s: still failing transiently: %s", self.job_name, answer)
-                    continue
-                last = answer
-                if not known:
-                    deadline, known = self._deadline_for(answer), True
-                try:
-                    finished = classify(answer) != "running"
-                except ValueError as exc:
-                    yield self._event("error", answer, str(exc))
-                    return
-                if finished:
-                    yield self._event("done", answer)
-                    return
-                self.log.info(
-                    "Training job %s: %s / %s",
-                    self.job_name,
-                    answer.get("TrainingJobStatus"),
-                    answer.get("SecondaryStatus"),
-                )
+        try:
+            async with asyncio.timeout_at(loop_time(max(deadline, first_answer_by))) as timer:
+                while True:
+                    answer = await updates.get()
+                    if isinstance(answer, BaseException):
+                        if is_not_found(answer) and self._just_created():
+                            self.log.warning(
+                                "Training job %s not found yet (just created): will look again", self.job_name
+                            )
+                        elif not is_transient(answer):
+                            self.log.error("Stopped watching training job %s: %s", self.job_name, answer)
+                            return self._event("error", last, f"{type(answer).__name__}: {answer}")
+                        else:
+                            self.log.warning("Training job %s: still failing transiently: %s", self.job_name, answer)
+                        continue
+                    if last is None:
+                        if not known:
+                            deadline, known = self._deadline_for(answer), True
+                        timer.reschedule(loop_time(deadline))
+                    last = answer
+                    try:
+                        finished = classify(answer) != "running"
+                    except ValueError as exc:
+                        return self._event("error", answer, str(exc))
+                    if finished:
+                        return self._event("done", answer)
+                    self.log.info(
+                        "Training job %s: %s / %s",
+                        self.job_name,
+                        answer.get("TrainingJobStatus"),
+                        answer.get("SecondaryStatus"),
+                    )
+        except TimeoutError:
+            return self._event("timeout", last, f"deadline {deadline:.0f} passed")
 
     async def on_kill(self) -> None:
         """A user killed the deferred task: stop the job when this trigger owns it."""
         if not self.stop_on_kill:
             return
-        hook = self._hook()
-        async with await hook.get_async_conn() as client:
+        hook = await asyncio.to_thread(self._hook)
+        async with await hook.async_client() as client:
             try:
                 await acall_with_retry(
                     client.stop_training_job,

@@ -133,7 +133,9 @@ class JobWatcher:
         try:
             while self._jobs:
                 try:
-                    async with await self._make_hook().get_async_conn() as client:
+                    # the hook's module and botocore's data load in threads: the loop never waits for them
+                    hook = await asyncio.to_thread(self._make_hook)
+                    async with await hook.async_client() as client:
                         while self._jobs:
                             self._wake.clear()
                             await self._poll(client, loop.time())
