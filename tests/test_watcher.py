@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -115,6 +116,14 @@ async def wait_all(triggers: list[HeteroTrainingTrigger], timeout: float = 20) -
     return await asyncio.wait_for(asyncio.gather(*(first(t) for t in triggers)), timeout)
 
 
+async def until(condition: Callable[[], bool], timeout: float = 20) -> None:
+    """Wait for ``condition`` (checked every 10 ms): progress, not elapsed time, on a loaded machine."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
 def triggers(names: list[str], **kwargs: Any) -> list[HeteroTrainingTrigger]:
     kwargs.setdefault("poll_interval", 0.02)
     return [HeteroTrainingTrigger(name, **kwargs) for name in names]
@@ -125,13 +134,13 @@ async def test_many_triggers_share_one_client_and_list_instead_of_describing(ser
     for name in names:
         service.add(name)
     waiting = asyncio.ensure_future(wait_all(triggers(names, poll_interval=0.05)))
-    await asyncio.sleep(0.3)  # several intervals: every job described once, then only listed
+    # several intervals: every job described once, then only listed
+    await until(lambda: service.calls["ListTrainingJobs"] >= 15)  # at least 5 intervals (1-3 pages each)
     assert service.calls["DescribeTrainingJob"] == len(names)
-    listed = service.calls["ListTrainingJobs"]
-    assert listed >= 5
     for name in names[:3]:
         service.move(name, "InProgress", "Training")
-    await asyncio.sleep(0.12)
+    listed = service.calls["ListTrainingJobs"]
+    await until(lambda: service.calls["ListTrainingJobs"] >= listed + 6)  # at least two more intervals
     assert service.calls["DescribeTrainingJob"] == len(names) + 3  # only the changed jobs
     for name in names:
         service.move(name, "Completed", "Completed")
@@ -209,3 +218,27 @@ async def test_two_triggers_on_one_job_both_get_the_answer(service: FakeSageMake
     service.move("same", "Completed", "Completed")
     events = await waiting
     assert [e["job_status"] for e in events] == ["Completed", "Completed"]
+
+
+async def test_a_deadline_passing_while_answers_arrive_ends_the_wait_with_the_last_state(
+    service: FakeSageMaker,
+) -> None:
+    service.add("slow")
+    service.move("slow", "InProgress", "Training")
+    started = asyncio.get_running_loop().time()
+    (t,) = triggers(["slow"], deadline=time.time() + 0.4)
+    (event,) = await wait_all([t])
+    waited = asyncio.get_running_loop().time() - started
+    assert event["status"] == "timeout" and event["job_status"] == "InProgress"
+    assert event["secondary_status"] == "Training"
+    assert 0.35 <= waited < 5
+
+
+async def test_the_jobs_own_limits_move_the_deadline_once_it_is_described(service: FakeSageMaker) -> None:
+    service.add("old")
+    # created two hours ago with a one-hour limit: past CreationTime + MaxRuntime + margin
+    service.jobs["old"]["CreationTime"] = datetime.now(UTC) - timedelta(hours=2)
+    service.jobs["old"]["StoppingCondition"] = {"MaxRuntimeInSeconds": 60}
+    (t,) = triggers(["old"], started_at=time.time())
+    (event,) = await wait_all([t], timeout=5)  # the task's own start alone would allow a day
+    assert event["status"] == "timeout" and event["job_status"] == "InProgress"
