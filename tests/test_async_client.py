@@ -54,3 +54,17 @@ def test_preloading_once_per_loader_and_service(reads: list[tuple[str, int]]) ->
     first = len(reads)
     preload_client_data(session, "sagemaker")
     assert first > 0 and len(reads) == first
+
+
+def test_a_failing_preload_is_only_a_missed_head_start(
+    reads: list[tuple[str, int]], caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken:
+        def get_component(self, name: str) -> object:
+            return base_aws._loader
+
+        def create_client(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("no aiohttp today")
+
+    preload_client_data(Broken(), "sagemaker")  # no exception: the real client loads what it needs
+    assert "Could not preload" in caplog.text and "no aiohttp today" in caplog.text

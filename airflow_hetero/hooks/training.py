@@ -15,6 +15,7 @@ the job is looked up by name and adopted when its identity matches the task's
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import weakref
@@ -30,6 +31,8 @@ from airflow_hetero.hooks.outcome import JobState, classify
 #: botocore retries for the CreateTrainingJob client: one attempt, the hook decides what follows.
 NO_RETRIES = {"total_max_attempts": 1}
 
+
+log = logging.getLogger(__name__)
 
 #: Services whose botocore data each data loader holds already (see :func:`preload_client_data`).
 _preloaded: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
@@ -56,7 +59,10 @@ def preload_client_data(session: Any, service: str) -> None:
             ):
                 pass
 
-        asyncio.run(build())
+        try:
+            asyncio.run(build())
+        except Exception as exc:  # only a head start: the real client still loads what it needs
+            log.info("Could not preload botocore's data for %s (%s): the first client will load it", service, exc)
         _preloaded[loader].add(service)
 
 
