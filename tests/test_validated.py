@@ -78,6 +78,12 @@ def test_any_change_to_the_definition_is_a_new_key(cache: Path) -> None:
     assert validated.definition_key(dict(reversed(list(GOOD.items())))) == validated.definition_key(GOOD)
     assert validated.definition_key({**GOOD, "max_run": 1}) != validated.definition_key({**GOOD, "max_run": True})
     assert validated.definition_key({**GOOD, "max_run": 1}) != validated.definition_key({**GOOD, "max_run": 1.0})
+    # a mapping and a list of its pairs, a string and its repr, differ too
+    assert validated.definition_key({**GOOD, "tags": {"a": "b"}}) != validated.definition_key(
+        {**GOOD, "tags": [["a", "b"]]}
+    )
+    assert validated.definition_key({**GOOD, "role": "1"}) != validated.definition_key({**GOOD, "role": 1})
+    assert validated.definition_key({**GOOD, "role": "'x'"}) != validated.definition_key({**GOOD, "role": "x"})
 
 
 def test_a_new_version_or_another_environment_is_a_new_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,6 +181,8 @@ def test_a_damaged_marker_is_only_a_miss(cache: Path, spied: tuple[Path, list[An
         {**GOOD, "hyperparameters": {1: "x"}},  # a non-string key
         {**GOOD, "hyperparameters": {"lr": float("nan")}},  # not JSON
         {**GOOD, "hyperparameters": {"obj": object()}},
+        {**GOOD, "hyperparameters": {"lr": float("inf")}},
+        {**GOOD, "role": type("Text", (str,), {})("arn:aws:iam::123456789012:role/R")},  # a subclass of str
     ],
 )
 def test_definitions_json_cannot_describe_exactly_are_validated_every_time(cache: Path, odd: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 Airflow parses every DAG file again and again, each time in a fresh forked process, so checking a
 definition at parse time would import pydantic and run every rule in every parse. A definition that
-passed is remembered as a small marker file named by a digest of its canonical JSON, of this
+passed is remembered as a small marker file named by a digest of its canonical form, of this
 package's version and location and of the interpreter's environment (``sys.prefix``, ``sys.path``).
 The marker lists what validation depended on, each with its size and times: this package's
 definition code and data (files and folders), botocore's sagemaker model (and the folder of its
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -37,11 +37,16 @@ _HEADER = "airflow-hetero validated definition 2"
 
 def cache_dir() -> Path | None:
     """Where validated definitions are remembered; None when the cache is off."""
+    folder = _folder()
+    return None if folder is None else Path(folder)
+
+
+def _folder() -> str | None:
     configured = os.environ.get(_ENV)
     if configured is not None:
-        return None if configured.strip().lower() in ("", "off", "0", "false", "none") else Path(configured)
+        return None if configured.strip().lower() in ("", "off", "0", "false", "none") else configured
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "airflow-hetero"
+    return os.path.join(base, "airflow-hetero")
 
 
 def _files(folder: str, suffix: str) -> list[str]:
@@ -86,20 +91,26 @@ def _stat_entry(path: str) -> str:
 
 
 def _canonical(value: Any) -> Any:
-    """``value`` with only JSON types (str keys, lists, no tuples); raises TypeError otherwise.
+    """``value`` with each dict as its items sorted by key, for ``repr``; raises otherwise.
 
-    Tuples, non-string keys and other types could validate differently from their JSON look-alikes,
-    so such definitions are never cached.
+    Only the exact JSON types are accepted (str keys, lists, finite numbers, no tuples, no
+    subclasses): anything else could validate differently from a look-alike, so such definitions
+    are never cached. ``repr`` then tells 1, 1.0 and True apart, as validation does.
     """
-    if value is None or isinstance(value, str | bool | int | float):
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
         return value
-    if isinstance(value, list):
+    if kind is float:
+        if not math.isfinite(value):
+            raise ValueError("not a finite number")
+        return value
+    if kind is list:
         return [_canonical(v) for v in value]
-    if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
+    if kind is dict:
+        if not all(type(k) is str for k in value):
             raise TypeError("non-string key")
-        return {k: _canonical(v) for k, v in value.items()}
-    raise TypeError(type(value).__name__)
+        return tuple((k, _canonical(value[k])) for k in sorted(value))
+    raise TypeError(kind.__name__)
 
 
 def definition_key(data: Mapping[str, Any]) -> str | None:
@@ -107,11 +118,11 @@ def definition_key(data: Mapping[str, Any]) -> str | None:
     from airflow_hetero import __version__
 
     try:
-        text = json.dumps(_canonical(dict(data)), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        text = repr(_canonical(dict(data)))
     except (TypeError, ValueError):
         return None
     where = "\0".join([__version__, _HERE, sys.prefix, *sys.path])
-    return hashlib.sha256(f"{where}\n{text}".encode()).hexdigest()
+    return hashlib.blake2b(f"{where}\n{text}".encode(), digest_size=32).hexdigest()
 
 
 def _unchanged(marker: str) -> bool:
@@ -146,7 +157,7 @@ def validate_once(data: Mapping[str, Any]) -> None:
     A definition already validated with unchanged code, data and libraries returns at once,
     without importing pydantic or botocore.
     """
-    folder = cache_dir()
+    folder = _folder()
     key = definition_key(data) if folder is not None else None
     marker = os.path.join(folder, key[:2], key) if folder is not None and key is not None else None
     if marker is not None and _unchanged(marker):
