@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from airflow_hetero._compat import Asset, Context
 
-F = TypeVar("F", bound=Callable[..., Any])
+    F = TypeVar("F", bound=Callable[..., Any])  # for type checkers only: creating it costs a parse
 
 
 def records_outputs(method: F) -> F:
@@ -29,7 +29,7 @@ def records_outputs(method: F) -> F:
         self.record_job_outputs(context, result)
         return result
 
-    return cast(F, wrapper)
+    return cast("F", wrapper)
 
 
 class JobOutputsMixin:

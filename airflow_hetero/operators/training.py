@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.logs.tail import LogTailer
 
-OnExistingJob = Literal["reattach", "fail", "new"]
+#: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.
+OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
 _ON_EXISTING = ("reattach", "fail", "new")
 
 
@@ -114,7 +115,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             raise ValueError(f"check_interval must be positive, got {check_interval}")
         if hasattr(job, "model_dump"):  # a HeteroTrainingJob: a plain dict renders at any depth
             job = job.model_dump(mode="json", exclude_unset=True)
-        elif isinstance(job, os.PathLike):
+        elif not isinstance(job, dict) and isinstance(job, os.PathLike):  # a dict first: the ABC check is slow
             job = os.fspath(job)
         if isinstance(job, Mapping) and not _has_template(job):
             from airflow_hetero.definition.validated import validate_once
