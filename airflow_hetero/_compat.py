@@ -76,14 +76,18 @@ def __getattr__(name: str) -> Any:
 
 def airflow_version() -> tuple[int, int]:
     """The running Airflow's (major, minor), from ``airflow.__version__`` (also with airflow-core alone)."""
-    import re
-
     import airflow
 
-    found = re.match(r"(\d+)\.(\d+)", str(airflow.__version__))
-    if found is None:  # pragma: no cover - Airflow always has a PEP 440 version
-        raise RuntimeError(f"cannot read the Airflow version from {airflow.__version__!r}")
-    return int(found.group(1)), int(found.group(2))
+    text = str(airflow.__version__)
+    major, _, rest = text.partition(".")
+    minor = ""
+    for char in rest:  # "11.0", "0rc1", "1.dev0": the digits right after the first dot
+        if not char.isdigit():
+            break
+        minor += char
+    if not major.isdigit() or not minor:  # pragma: no cover - Airflow always has a PEP 440 version
+        raise RuntimeError(f"cannot read the Airflow version from {text!r}")
+    return int(major), int(minor)
 
 
 AIRFLOW_V_3 = airflow_version() >= (3, 0)

@@ -9,7 +9,9 @@ Variants run interleaved, round after round, so noise hits all alike; the ratio 
 over rounds of (variant CPU / EmptyOperator CPU) in the same round.
 
 Variants: the same DAG with an ``EmptyOperator`` (baseline), with ``HeteroTrainingOperator(job=dict)``
-(its definition validated at parse time) and with the Amazon provider's ``SageMakerTrainingOperator``.
+(its definition validated at parse time), with a minimal third-party operator taking the same dict
+(``benchmarks/reference_operator.py``: what any operator of its own module pays, no validation)
+and with the Amazon provider's ``SageMakerTrainingOperator``.
 
     python -m benchmarks.parse_fork [--rounds 25]
 """
@@ -37,6 +39,11 @@ with DAG("bench", schedule=None) as dag:
     + f"""from airflow_hetero.operators import HeteroTrainingOperator
 with DAG("bench", schedule=None) as dag:
     HeteroTrainingOperator(task_id="train", job={DEFINITION})
+""",
+    "Minimal DictOperator(job=dict)": HEAD
+    + f"""from benchmarks.reference_operator import DictOperator
+with DAG("bench", schedule=None) as dag:
+    DictOperator(task_id="train", job={DEFINITION})
 """,
     "Amazon SageMakerTrainingOperator": HEAD
     + """from airflow.providers.amazon.aws.operators.sagemaker import SageMakerTrainingOperator

@@ -148,7 +148,7 @@ def die_on_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     def sleep(_: float) -> None:
         raise WorkerDied
 
-    monkeypatch.setattr("airflow_hetero.operators.training.time.sleep", sleep)
+    monkeypatch.setattr("airflow_hetero.operators.running.time.sleep", sleep)  # the wait loop's sleep
 
 
 def test_retry_while_the_job_runs_reattaches_one_job_in_total(jobs: MotoJobs, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -43,7 +43,8 @@ def _validate_in_fresh_process(definition: dict[str, Any], cache: Path) -> dict[
         "from airflow_hetero.definition.validated import validate_once\n"
         f"validate_once(json.loads({json.dumps(json.dumps(definition))}))\n"
         "print(json.dumps({'pydantic': 'pydantic' in sys.modules,"
-        " 'job': 'airflow_hetero.definition.job' in sys.modules}))\n"
+        " 'job': 'airflow_hetero.definition.job' in sys.modules,"
+        " 'botocore model': 'airflow_hetero.definition.service_model' in sys.modules}))\n"
     )
     env = {**os.environ, "AIRFLOW_HETERO_CACHE_DIR": str(cache)}
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
@@ -54,8 +55,8 @@ def _validate_in_fresh_process(definition: dict[str, Any], cache: Path) -> dict[
 def test_second_parse_of_an_unchanged_definition_imports_no_pydantic(cache: Path) -> None:
     first = _validate_in_fresh_process(GOOD, cache)
     second = _validate_in_fresh_process(GOOD, cache)
-    assert first == {"pydantic": True, "job": True}
-    assert second == {"pydantic": False, "job": False}
+    assert first == {"pydantic": True, "job": True, "botocore model": True}
+    assert second == {"pydantic": False, "job": False, "botocore model": False}
     assert len(_markers(cache)) == 1
 
 
@@ -77,16 +78,100 @@ def test_any_change_to_the_definition_is_a_new_key(cache: Path) -> None:
     assert validated.definition_key(dict(reversed(list(GOOD.items())))) == validated.definition_key(GOOD)
     assert validated.definition_key({**GOOD, "max_run": 1}) != validated.definition_key({**GOOD, "max_run": True})
     assert validated.definition_key({**GOOD, "max_run": 1}) != validated.definition_key({**GOOD, "max_run": 1.0})
+    # a mapping and a list of its pairs, a string and its repr, differ too
+    assert validated.definition_key({**GOOD, "tags": {"a": "b"}}) != validated.definition_key(
+        {**GOOD, "tags": [["a", "b"]]}
+    )
+    assert validated.definition_key({**GOOD, "role": "1"}) != validated.definition_key({**GOOD, "role": 1})
+    assert validated.definition_key({**GOOD, "role": "'x'"}) != validated.definition_key({**GOOD, "role": "x"})
 
 
-def test_a_code_change_invalidates_every_entry(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_version_or_another_environment_is_a_new_key(monkeypatch: pytest.MonkeyPatch) -> None:
     before = validated.definition_key(GOOD)
-    validated._code_fingerprint.cache_clear()
     monkeypatch.setattr("airflow_hetero.__version__", "99.0.0")
-    try:
-        assert validated.definition_key(GOOD) != before
-    finally:
-        validated._code_fingerprint.cache_clear()
+    assert validated.definition_key(GOOD) != before
+    monkeypatch.undo()
+    monkeypatch.setattr(sys, "prefix", "/elsewhere")
+    assert validated.definition_key(GOOD) != before
+
+
+def test_the_marker_lists_code_data_botocore_model_and_pydantic() -> None:
+    paths = validated.dependencies()
+    assert paths is not None
+    names = [Path(p).name for p in paths]
+    assert "model.py" in names and "rules.py" in names and "validated.py" in names
+    assert any(p.endswith(".json") and "/definition/data/" in p for p in paths)
+    assert any(n.startswith("service-2.json") for n in names)
+    assert any("/pydantic/" in p for p in paths) and any("/pydantic_core/" in p for p in paths)
+
+
+@pytest.fixture
+def spied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Any]]:
+    """Validation depends on one file of the test's; the list records each real validation."""
+    code = tmp_path / "code"
+    code.mkdir()
+    dependency = code / "rules.py"
+    dependency.write_text("v1")
+    monkeypatch.setattr(validated, "dependencies", lambda: [str(code), str(dependency)])
+    calls: list[Any] = []
+    from airflow_hetero.definition import job
+
+    real = job.load_job
+
+    def load_job(data: Any) -> Any:
+        calls.append(data)
+        return real(data)
+
+    monkeypatch.setattr(job, "load_job", load_job)
+    return dependency, calls
+
+
+def test_a_changed_dependency_means_validating_again(cache: Path, spied: tuple[Path, list[Any]]) -> None:
+    dependency, calls = spied
+    validated.validate_once(GOOD)
+    validated.validate_once(GOOD)
+    assert len(calls) == 1
+    dependency.write_text("v2, a longer file")
+    validated.validate_once(GOOD)
+    validated.validate_once(GOOD)
+    assert len(calls) == 2
+    os.utime(dependency, ns=(1, 1))  # only the times change
+    validated.validate_once(GOOD)
+    assert len(calls) == 3
+    dependency.unlink()
+    validated.validate_once(GOOD)
+    assert len(calls) == 4
+
+
+def test_a_remembered_success_does_not_outlive_a_change_that_breaks_it(
+    cache: Path, spied: tuple[Path, list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dependency, _ = spied
+    validated.validate_once(GOOD)
+    assert len(_markers(cache)) == 1
+    dependency.write_text("stricter rules")
+
+    def refuse(data: Any) -> Any:
+        raise JobDefinitionError([])
+
+    from airflow_hetero.definition import job
+
+    monkeypatch.setattr(job, "load_job", refuse)
+    with pytest.raises(JobDefinitionError):
+        validated.validate_once(GOOD)
+    assert _markers(cache) == []
+
+
+def test_a_damaged_marker_is_only_a_miss(cache: Path, spied: tuple[Path, list[Any]]) -> None:
+    _, calls = spied
+    validated.validate_once(GOOD)
+    (marker,) = _markers(cache)
+    for damage in ("", "other header\nx", "\udcff not utf-8"):
+        marker.write_bytes(damage.encode("utf-8", "surrogateescape"))
+        validated.validate_once(GOOD)
+    assert len(calls) == 4
+    validated.validate_once(GOOD)
+    assert len(calls) == 4
 
 
 @pytest.mark.parametrize(
@@ -96,6 +181,8 @@ def test_a_code_change_invalidates_every_entry(cache: Path, monkeypatch: pytest.
         {**GOOD, "hyperparameters": {1: "x"}},  # a non-string key
         {**GOOD, "hyperparameters": {"lr": float("nan")}},  # not JSON
         {**GOOD, "hyperparameters": {"obj": object()}},
+        {**GOOD, "hyperparameters": {"lr": float("inf")}},
+        {**GOOD, "role": type("Text", (str,), {})("arn:aws:iam::123456789012:role/R")},  # a subclass of str
     ],
 )
 def test_definitions_json_cannot_describe_exactly_are_validated_every_time(cache: Path, odd: dict[str, Any]) -> None:

@@ -2,11 +2,14 @@
 
 Airflow parses every DAG file again and again, each time in a fresh forked process, so checking a
 definition at parse time would import pydantic and run every rule in every parse. A definition that
-passed is remembered as an empty file named by a digest of its canonical JSON and of everything
-validation depends on (this package's definition code and data, botocore's sagemaker model,
-pydantic): a later parse of the same definition with the same code stats a few files and imports
-no pydantic. Only successes are remembered, so a bad definition fails at every parse; the task
-validates again before it submits anything.
+passed is remembered as a small marker file named by a digest of its canonical form, of this
+package's version and location and of the interpreter's environment (``sys.prefix``, ``sys.path``).
+The marker lists what validation depended on, each with its size and times: this package's
+definition code and data (files and folders), botocore's sagemaker model (and the folder of its
+versions), pydantic and pydantic-core. A later parse reads the marker and stats those paths, all
+unchanged meaning a hit: no pydantic, no botocore, no search for either. Anything changed, the
+definition is validated again. Only successes are remembered, so a bad definition fails at every
+parse; the task validates again before it submits anything.
 
 The cache folder is ``$AIRFLOW_HETERO_CACHE_DIR``, else ``$XDG_CACHE_HOME/airflow-hetero`` or
 ``~/.cache/airflow-hetero``; ``AIRFLOW_HETERO_CACHE_DIR=off`` turns the cache off. A folder that
@@ -15,36 +18,35 @@ cannot be written only means validating every time. Stdlib only until a definiti
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import hashlib
-import importlib.util
-import json
+import math
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_dir", "definition_key", "validate_once"]
+__all__ = ["cache_dir", "definition_key", "dependencies", "validate_once"]
 
 _ENV = "AIRFLOW_HETERO_CACHE_DIR"
 _HERE = os.path.dirname(os.path.abspath(__file__))
+#: First line of every marker; a new layout gets a new header, so an old marker is only a miss.
+_HEADER = "airflow-hetero validated definition 2"
 
 
 def cache_dir() -> Path | None:
     """Where validated definitions are remembered; None when the cache is off."""
+    folder = _folder()
+    return None if folder is None else Path(folder)
+
+
+def _folder() -> str | None:
     configured = os.environ.get(_ENV)
     if configured is not None:
-        return None if configured.strip().lower() in ("", "off", "0", "false", "none") else Path(configured)
+        return None if configured.strip().lower() in ("", "off", "0", "false", "none") else configured
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "airflow-hetero"
-
-
-def _stat_line(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return f"{path}:missing"
-    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+    return os.path.join(base, "airflow-hetero")
 
 
 def _files(folder: str, suffix: str) -> list[str]:
@@ -54,66 +56,125 @@ def _files(folder: str, suffix: str) -> list[str]:
         return []
 
 
-@functools.cache
-def _code_fingerprint() -> str:
-    """What validation depends on besides the definition: code, data and the libraries' files."""
-    from airflow_hetero import __version__
+def dependencies() -> list[str] | None:
+    """The files and folders a validation result depends on besides the definition itself.
+
+    None when one of them cannot be found (then nothing is remembered). A folder stands for the
+    files added to or removed from it: a new module, a new botocore model version.
+    """
+    import importlib.util
+
     from airflow_hetero.definition.service_model import InstanceTypeCatalogError, sagemaker_model_path
 
-    parts = [__version__]
-    parts += [_stat_line(p) for p in _files(_HERE, ".py") + _files(os.path.join(_HERE, "data"), ".json")]
+    data = os.path.join(_HERE, "data")
+    paths = [_HERE, data, *_files(_HERE, ".py"), *_files(data, ".json")]
     try:
-        parts.append(_stat_line(str(sagemaker_model_path())))  # the instance types come from it
-    except InstanceTypeCatalogError as err:
-        parts.append(f"botocore:{err}")
+        model = str(sagemaker_model_path())  # the instance types come from it
+    except InstanceTypeCatalogError:
+        return None
+    paths += [os.path.dirname(os.path.dirname(model)), model]
     for library in ("pydantic", "pydantic_core"):
         spec = importlib.util.find_spec(library)
-        parts.append(_stat_line(spec.origin) if spec and spec.origin else f"{library}:missing")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+        if spec is None or not spec.origin:
+            return None
+        paths += [os.path.dirname(spec.origin), spec.origin]
+    return paths
+
+
+def _stat_entry(path: str) -> str:
+    """``size:mtime:ctime:path`` (nanoseconds); any write, replacement or removal changes it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"-:-:-:{path}"
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{path}"
 
 
 def _canonical(value: Any) -> Any:
-    """``value`` with only JSON types (str keys, lists, no tuples); raises TypeError otherwise.
+    """``value`` with each dict as its items sorted by key, for ``repr``; raises otherwise.
 
-    Tuples, non-string keys and other types could validate differently from their JSON look-alikes,
-    so such definitions are never cached.
+    Only the exact JSON types are accepted (str keys, lists, finite numbers, no tuples, no
+    subclasses): anything else could validate differently from a look-alike, so such definitions
+    are never cached. ``repr`` then tells 1, 1.0 and True apart, as validation does.
     """
-    if value is None or isinstance(value, str | bool | int | float):
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
         return value
-    if isinstance(value, list):
+    if kind is float:
+        if not math.isfinite(value):
+            raise ValueError("not a finite number")
+        return value
+    if kind is list:
         return [_canonical(v) for v in value]
-    if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
+    if kind is dict:
+        if not all(type(k) is str for k in value):
             raise TypeError("non-string key")
-        return {k: _canonical(v) for k, v in value.items()}
-    raise TypeError(type(value).__name__)
+        return tuple((k, _canonical(value[k])) for k in sorted(value))
+    raise TypeError(kind.__name__)
 
 
 def definition_key(data: Mapping[str, Any]) -> str | None:
     """The cache key of a definition mapping, or None when it cannot be cached."""
+    from airflow_hetero import __version__
+
     try:
-        text = json.dumps(_canonical(dict(data)), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        text = repr(_canonical(dict(data)))
     except (TypeError, ValueError):
         return None
-    return hashlib.sha256(f"{_code_fingerprint()}\n{text}".encode()).hexdigest()
+    where = "\0".join([__version__, _HERE, sys.prefix, *sys.path])
+    return hashlib.blake2b(f"{where}\n{text}".encode(), digest_size=32).hexdigest()
+
+
+def _unchanged(marker: str) -> bool:
+    """True when ``marker`` exists and every path it lists still has the recorded stat."""
+    try:  # os.read: a text-mode open costs a parse more than all the stats below
+        fd = os.open(marker, os.O_RDONLY)
+        try:
+            text = os.read(fd, 1 << 20).decode("utf-8")
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return False
+    header, _, body = text.partition("\n")
+    if header != _HEADER or not body:
+        return False
+    return all(_stat_entry(entry.split(":", 3)[-1]) == entry for entry in body.split("\0"))
+
+
+def _remember(marker: str, entries: list[str]) -> None:
+    """Write the marker atomically (a parallel parse reads all of it or nothing)."""
+    partial = f"{marker}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(marker), exist_ok=True)
+        with open(partial, "w", encoding="utf-8") as file:
+            file.write(_HEADER + "\n" + "\0".join(entries))
+        os.replace(partial, marker)
+    except OSError:  # a read-only home: validate every time
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
 
 
 def validate_once(data: Mapping[str, Any]) -> None:
     """Raise :class:`~airflow_hetero.definition.errors.JobDefinitionError` for a bad definition.
 
-    A definition already validated with the same code returns at once, without importing pydantic.
+    A definition already validated with unchanged code, data and libraries returns at once,
+    without importing pydantic or botocore.
     """
-    folder = cache_dir()
+    folder = _folder()
     key = definition_key(data) if folder is not None else None
-    marker = folder / key[:2] / key if folder is not None and key is not None else None
-    if marker is not None and marker.exists():
+    marker = os.path.join(folder, key[:2], key) if folder is not None and key is not None else None
+    if marker is not None and _unchanged(marker):
         return
     from airflow_hetero.definition.job import load_job
 
-    load_job(data)  # raises for a bad definition: nothing is remembered
-    if marker is not None:
-        try:
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.touch()
-        except OSError:
-            pass  # a read-only home: validate every time
+    paths = dependencies() if marker is not None else None
+    entries = [_stat_entry(p) for p in paths] if paths is not None else None  # stats from before validating
+    try:
+        load_job(data)  # raises for a bad definition: nothing is remembered
+    except Exception:
+        if marker is not None:  # a success under other code must not outlive it
+            with contextlib.suppress(OSError):
+                os.unlink(marker)
+        raise
+    if marker is not None and entries is not None:
+        _remember(marker, entries)

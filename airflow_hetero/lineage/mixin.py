@@ -2,7 +2,8 @@
 
 ``records_outputs`` wraps ``execute`` / ``execute_complete``: the result dict they return is kept
 on the task (for the OpenLineage listener, which runs after success on the same task object) and,
-when the task declares a model asset, becomes that asset event's extra.
+when the task declares a model asset, becomes that asset event's extra. Importing it loads nothing
+but this module: a DAG file pays only for what parsing needs.
 """
 
 from __future__ import annotations
@@ -11,15 +12,12 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from airflow_hetero._compat import AirflowFailException, Asset
-from airflow_hetero.lineage.assets import artifact_outside_asset, model_asset_extra
-
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
-    from airflow_hetero._compat import Context
+    from airflow_hetero._compat import Asset, Context
 
-F = TypeVar("F", bound=Callable[..., Any])
+    F = TypeVar("F", bound=Callable[..., Any])  # for type checkers only: creating it costs a parse
 
 
 def records_outputs(method: F) -> F:
@@ -31,7 +29,7 @@ def records_outputs(method: F) -> F:
         self.record_job_outputs(context, result)
         return result
 
-    return cast(F, wrapper)
+    return cast("F", wrapper)
 
 
 class JobOutputsMixin:
@@ -47,6 +45,8 @@ class JobOutputsMixin:
         """Add the model asset (an Asset, or its URI) to the task's outlets; return it."""
         if model_asset is None:
             return None
+        from airflow_hetero._compat import Asset
+
         asset = Asset(model_asset) if isinstance(model_asset, str) else model_asset
         self.outlets = [*(self.outlets or []), asset]
         return asset
@@ -58,6 +58,9 @@ class JobOutputsMixin:
         self.job_result = result
         if self.model_asset is None:
             return
+        from airflow_hetero._compat import AirflowFailException
+        from airflow_hetero.lineage.assets import artifact_outside_asset, model_asset_extra
+
         if result.get("status") != "Completed":
             raise AirflowFailException(
                 f"Task {self.task_id}: job {result.get('training_job_name')} ended {result.get('status')}, "

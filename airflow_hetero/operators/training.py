@@ -16,23 +16,23 @@
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
 
-Importing this module loads nothing beyond ``airflow.sdk``: spec, request builder, boto3 and the
-Amazon provider are imported when the task runs.
+Importing this module loads nothing beyond ``airflow.sdk``, the extra links and the lineage mixin:
+the methods that run the task are thin, their code lives in :mod:`~airflow_hetero.operators.running`
+and :mod:`~airflow_hetero.operators.lifecycle`, which load (with the definition, boto3 and the
+Amazon provider) when the task runs. A DAG file pays for the class, its arguments and the
+parse-time check of the definition (:mod:`~airflow_hetero.definition.validated`), nothing else.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
-from airflow_hetero.operators.lifecycle import JobLifecycle, past_job_limit
 
 if TYPE_CHECKING:
     import jinja2
@@ -43,11 +43,12 @@ if TYPE_CHECKING:
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.logs.tail import LogTailer
 
-OnExistingJob = Literal["reattach", "fail", "new"]
+#: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.
+OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
 _ON_EXISTING = ("reattach", "fail", "new")
 
 
-class HeteroTrainingOperator(JobLifecycle, JobOutputsMixin, BaseOperator):
+class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -75,6 +76,10 @@ class HeteroTrainingOperator(JobLifecycle, JobOutputsMixin, BaseOperator):
     #: How long polls may keep failing transiently (each after its own retries) before the task
     #: fails; its retry then re-attaches to the still-running job.
     transient_grace_seconds: float = 1800
+    #: "Not found" from DescribeTrainingJob this soon after our own create is eventual consistency.
+    not_found_grace_seconds: float = 60
+    #: A job staying Stopping longer than this fails the task (with its name and state).
+    stopping_timeout_seconds: float = 1800
 
     template_fields: Sequence[str] = ("job", "job_name", "aws_conn_id", "region_name", "verify")
     template_fields_renderers = {"job": "json"}
@@ -110,7 +115,7 @@ class HeteroTrainingOperator(JobLifecycle, JobOutputsMixin, BaseOperator):
             raise ValueError(f"check_interval must be positive, got {check_interval}")
         if hasattr(job, "model_dump"):  # a HeteroTrainingJob: a plain dict renders at any depth
             job = job.model_dump(mode="json", exclude_unset=True)
-        elif isinstance(job, os.PathLike):
+        elif not isinstance(job, dict) and isinstance(job, os.PathLike):  # a dict first: the ABC check is slow
             job = os.fspath(job)
         if isinstance(job, Mapping) and not _has_template(job):
             from airflow_hetero.definition.validated import validate_once
@@ -163,278 +168,129 @@ class HeteroTrainingOperator(JobLifecycle, JobOutputsMixin, BaseOperator):
             raise AirflowFailException(f"Task {self.task_id}: template error: {type(err).__name__}: {err}") from err
         self.load_definition(context)  # invalid after rendering: fail now, before any AWS call
 
+    # -- running the task: thin methods, their code loads with the first call ----------------
+
     def render_definition_file(
         self, path: str, context: Context, jinja_env: jinja2.Environment | None = None
     ) -> dict[str, Any]:
         """Read a YAML/JSON definition (relative to the DAG folder) and render Jinja in every string."""
-        from airflow_hetero.definition.errors import JobDefinitionError
-        from airflow_hetero.definition.job import read_definition_file
+        from airflow_hetero.operators import running
 
-        file = Path(path)
-        try:
-            data = read_definition_file(file if file.is_absolute() else self.base_dir() / file)
-        except JobDefinitionError as err:
-            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
-        rendered: dict[str, Any] = self.render_template(data, context, jinja_env)
-        return rendered
+        return running.render_definition_file(self, path, context, jinja_env)
 
     def load_definition(self, context: Context) -> HeteroTrainingJob:
         """The rendered definition, validated; definition errors fail without retries."""
-        from airflow_hetero.definition.errors import JobDefinitionError
-        from airflow_hetero.definition.job import load_job
+        from airflow_hetero.operators import running
 
-        source = self.job
-        if isinstance(source, str):  # not rendered yet (execute() called directly)
-            source = self.render_definition_file(source, context)
-        try:
-            return load_job(source)
-        except JobDefinitionError as err:
-            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
+        return running.load_definition(self, context)
 
     def candidate_names(self, job: HeteroTrainingJob, context: Context) -> Iterator[str]:
         """Job names this task instance may use, in order: first try, then fresh suffixes."""
-        from airflow_hetero.definition import naming
-        from airflow_hetero.definition.request import base_job_name
+        from airflow_hetero.operators import running
 
-        if self.job_name:
-            # the longest name this task may use must be valid before the first job is sent
-            for name in (self.job_name, f"{self.job_name}-{naming.MAX_ATTEMPT}"):
-                problem = naming.check_job_name(name)
-                if problem:
-                    raise AirflowFailException(f"job_name: {problem} (retries append up to -{naming.MAX_ATTEMPT})")
-            for attempt in range(naming.MAX_ATTEMPT + 1):
-                yield self.job_name if attempt == 0 else f"{self.job_name}-{attempt}"
-            return
-        ti: Any = context["ti"]
-        base = base_job_name(job)
-        key = naming.task_key(base, ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
-        for attempt in range(naming.MAX_ATTEMPT + 1):
-            yield naming.derived_job_name(base, key, attempt)
+        return running.candidate_names(self, job, context)
 
     def submit(
         self, hook: HeteroTrainingHook, job: HeteroTrainingJob, name: str, region: str, identity: TaskIdentity
     ) -> None:
         """Package and upload a local source_dir, then send the one CreateTrainingJob (identity stamped)."""
-        from airflow_hetero.definition.errors import JobDefinitionError
-        from airflow_hetero.definition.request import build_training_request
-        from airflow_hetero.definition.source import (
-            SourceDirError,
-            package_source_dir,
-            source_upload_uri,
-            upload_extra_args,
-        )
-        from airflow_hetero.hooks.outcome import wait_limit_seconds
+        from airflow_hetero.operators import running
 
-        try:
-            request = identity.stamp(build_training_request(job, job_name=name, region=region))
-            upload_uri = source_upload_uri(job, name)
-            code = package_source_dir(job, base=self.base_dir()) if upload_uri else None
-        except (JobDefinitionError, SourceDirError, ValueError) as err:
-            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
-        if upload_uri and code is not None:
-            hook.upload_bytes(code, upload_uri, upload_extra_args(job))
-            self.log.info("Uploaded training code (%d bytes) to %s", len(code), upload_uri)
-        self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(request, indent=2, default=str))
-        self.active_job_name = name
-        self.submitted_at = time.time()
-        answer = hook.create_training_job(request, identity=identity.digest)
-        self.wait_limit = wait_limit_seconds(request)
-        groups = ", ".join(
-            f"{g['InstanceGroupName']}={g['InstanceCount']}x{g['InstanceType']}"
-            for g in request["ResourceConfig"].get("InstanceGroups", [])
-        )
-        how = "Adopted (the create's answer was lost)" if answer.get("Adopted") else "Submitted"
-        self.log.info("%s training job %s (%s) %s", how, name, answer.get("TrainingJobArn"), groups)
+        running.submit(self, hook, job, name=name, region=region, identity=identity)
 
-    # -- execution ---------------------------------------------------------------------------
+    def start_job(
+        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, context: Context, region: str
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Re-attach to this task instance's job or submit a new one; its name and description (None: new)."""
+        from airflow_hetero.operators import lifecycle
+
+        return lifecycle.start_job(self, hook, job, context, region)
 
     @records_outputs
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
-        from airflow_hetero.hooks.outcome import classify, resolve_outcome, result_dict, wait_limit_seconds
-        from airflow_hetero.links.training import persist_job_links
+        from airflow_hetero.operators import running
 
-        started = time.monotonic()
-        started_at = time.time()
-        job = self.load_definition(context)
-        hook = self.make_hook()
-        region = hook.conn_region_name
-        name, describe = self.start_job(hook, job, context, region)
-        self.active_job_name = name
-        if describe is not None:
-            self.wait_limit = wait_limit_seconds(describe)
-        persist_job_links(context, job_name=name, region=region)
-        if describe is not None and classify(describe) == "succeeded":
-            self.log.info("Training job %s already completed: returning its result", name)
-            return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
-        if not self.wait_for_completion:
-            return result_dict(describe or self.describe_fresh(hook, name))
-        if self.deferrable:
-            self.defer_wait(name, started_at)
-        return self.wait(hook, name, describe, started)
+        return running.execute(self, context)
 
     def defer_wait(self, name: str, started_at: float | None = None) -> None:
         """Hand the wait to the triggerer (deadlines counted from the task's start, see deferral_deadline)."""
-        from datetime import timedelta
+        from airflow_hetero.operators import running
 
-        from airflow_hetero.triggers.training import HeteroTrainingTrigger
-
-        started_at = time.time() if started_at is None else started_at
-        deadline, reason, airflow_timeout = self.deferral_deadline(started_at)
-        self.defer(
-            trigger=HeteroTrainingTrigger(
-                name,
-                aws_conn_id=self.aws_conn_id,
-                region_name=self.region_name,
-                verify=self.verify,
-                botocore_config=self.botocore_config,
-                poll_interval=float(self.check_interval),
-                deadline=deadline,
-                stop_on_kill=True,
-                started_at=started_at,
-                created_at=self.submitted_at,
-                deadline_reason=reason,
-            ),
-            method_name="execute_complete",
-            timeout=None if airflow_timeout is None else timedelta(seconds=airflow_timeout),
-        )
+        running.defer_wait(self, name, started_at)
 
     def wait(
         self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any] | None, started: float
     ) -> dict[str, Any]:
         """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
-        from airflow_hetero._retry import is_not_found, is_transient
-        from airflow_hetero.hooks.outcome import TrainingJobTimeoutError, classify, resolve_outcome, wait_limit_seconds
+        from airflow_hetero.operators import running
 
-        logged = 0  # SecondaryStatusTransitions already written to the task log
-        tailer: LogTailer | None = None
-        failing_since: float | None = None  # start of the current run of failed polls
-        stopping_since: float | None = None  # first poll that saw Stopping
-        while True:
-            if describe is None:
-                try:
-                    describe = hook.describe_training_job(name)
-                    failing_since = None
-                except Exception as exc:
-                    if is_not_found(exc) and self.just_created():
-                        self.log.warning("Training job %s not found yet (just created): will look again", name)
-                    elif not is_transient(exc):
-                        raise
-                    else:
-                        failing_since = failing_since or time.monotonic()
-                        if time.monotonic() - failing_since > self.transient_grace_seconds:
-                            raise  # a long outage: fail; the retry re-attaches to the job
-                        self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
-            state = None
-            transition = False  # a new SecondaryStatus: new log streams may have appeared
-            if describe is not None:
-                seen = self.log_transitions(name, describe, logged)
-                transition, logged = seen > logged, seen
-                state = classify(describe)
-                if self.print_log and tailer is None:
-                    tailer = self.make_tailer(hook, name, describe)
-            if tailer is not None:
-                tailer = self.follow_logs(tailer, final=state not in (None, "running"), rescan=transition)
-            if describe is not None and state != "running":
-                self.active_job_name = None
-                return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
-            status = str((describe or {}).get("TrainingJobStatus"))
-            if describe is not None and status == "Stopping":
-                stopping_since = stopping_since or time.monotonic()
-                if time.monotonic() - stopping_since > self.stopping_timeout_seconds:
-                    raise TrainingJobTimeoutError(
-                        f"Training job {name} is still Stopping after {self.stopping_timeout_seconds:g}s "
-                        "(stopping_timeout_seconds)",
-                        job_name=name,
-                        status=status,
-                    )
-            elif self.max_ingestion_time is not None and time.monotonic() - started > self.max_ingestion_time:
-                hook.stop_training_job(name)
-                raise TrainingJobTimeoutError(
-                    f"Training job {name} exceeded max_ingestion_time ({self.max_ingestion_time}s); "
-                    "it was asked to stop",
-                    job_name=name,
-                    status=status,
-                )
-            elif describe is not None and past_job_limit(describe):
-                limit = wait_limit_seconds(describe)
-                hook.stop_training_job(name)
-                raise TrainingJobTimeoutError(
-                    f"Training job {name} still {status} {limit}s after its creation, beyond its MaxRuntime "
-                    "(+ MaxWait) plus margin; it was asked to stop",
-                    job_name=name,
-                    status=status,
-                )
-            time.sleep(self.check_interval)
-            describe = None
+        return running.wait(self, hook, name, describe, started)
+
+    def wait_stopped(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
+        """Wait (bounded) for a Stopping job to end; its last description."""
+        from airflow_hetero.operators import lifecycle
+
+        return lifecycle.wait_stopped(self, hook, name)
+
+    def deferral_deadline(self, started_at: float) -> tuple[float | None, str | None, float | None]:
+        """(trigger deadline, what it is, Airflow's own deferral timeout in seconds), from the task's start."""
+        from airflow_hetero.operators import lifecycle
+
+        return lifecycle.deferral_deadline(self, started_at)
+
+    def describe_fresh(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
+        """DescribeTrainingJob, waiting out "not found" within the grace period after our own create."""
+        from airflow_hetero.operators import lifecycle
+
+        return lifecycle.describe_fresh(self, hook, name)
+
+    def just_created(self) -> bool:
+        """True within ``not_found_grace_seconds`` of this task's own CreateTrainingJob."""
+        from airflow_hetero.operators import lifecycle
+
+        return lifecycle.just_created(self)
 
     def log_transitions(self, name: str, describe: dict[str, Any], logged: int) -> int:
         """Write each new SecondaryStatus transition once, with its StatusMessage."""
-        transitions = describe.get("SecondaryStatusTransitions") or []
-        for item in transitions[logged:]:
-            self.log.info("Training job %s: %s - %s", name, item.get("Status"), item.get("StatusMessage") or "")
-        return max(logged, len(transitions))
+        from airflow_hetero.operators import running
+
+        return running.log_transitions(self, name, describe, logged)
 
     def make_tailer(self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any]) -> LogTailer:
         """A log follower for every host of the job, prefixing lines with ``[group/host]``."""
-        from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer, expected_hosts
+        from airflow_hetero.operators import running
 
-        return LogTailer(
-            hook.logs_client,
-            name,
-            emit=lambda line: self.log.info("%s", line),
-            resolver=LogsGroupResolver(describe),
-            expected_hosts=expected_hosts(describe),
-            retry_policy=hook.retry_policy,
-        )
+        return running.make_tailer(self, hook, name, describe)
 
     def follow_logs(self, tailer: LogTailer, *, final: bool, rescan: bool = False) -> LogTailer | None:
         """Print new log lines; logs are a convenience, so a persistent error only stops them."""
-        try:
-            if final:
-                tailer.flush()
-            else:
-                tailer.poll(rescan=rescan)
-        except Exception as exc:
-            self.log.warning("Stopped following the logs of %s: %s", tailer.job_name, exc)
-            return None
-        return tailer
+        from airflow_hetero.operators import running
+
+        return running.follow_logs(self, tailer, final=final, rescan=rescan)
 
     @records_outputs
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as the synchronous wait."""
-        from airflow_hetero.hooks.outcome import outcome_from_event
+        from airflow_hetero.operators import running
 
-        self.active_job_name = str(event.get("job_name"))
-        hook = self.make_hook()
-        if self.print_log and event.get("status") == "done":
-            from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer
+        return running.execute_complete(self, context, event)
 
-            tailer = LogTailer(
-                hook.logs_client,
-                self.active_job_name,
-                emit=lambda line: self.log.info("%s", line),
-                resolver=LogsGroupResolver(),
-            )
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
+        """A deferral that ends in Airflow's ``__fail__`` (deferral or execution timeout, trigger
+        crash) stops this task instance's running job before the task fails."""
+        if next_method == "__fail__":
             try:
-                tailer.emit_tail()
-            except Exception as exc:
-                self.log.warning("Could not read the logs of %s: %s", self.active_job_name, exc)
-        if event.get("deadline_reason"):
-            timeout_message = f"reached its deadline: {event['deadline_reason']}"
-        elif self.max_ingestion_time is not None:
-            timeout_message = f"exceeded max_ingestion_time ({self.max_ingestion_time}s)"
-        else:
-            timeout_message = "did not finish within its MaxRuntime (+ MaxWait) plus margin"
-        result = outcome_from_event(
-            event,
-            describe=hook.describe_training_job,
-            stop=hook.stop_training_job,
-            fail_on_stopped=self.fail_on_stopped,
-            timeout_message=timeout_message,
-        )
-        self.active_job_name = None
-        return result
+                self.stop_own_job(context)
+            except Exception as exc:  # the failure Airflow reports must still be raised below
+                self.log.error("Could not stop the training job of this task instance: %s", exc)
+        return super().resume_execution(next_method, next_kwargs, context)
+
+    def stop_own_job(self, context: Context) -> str | None:
+        """Find this task instance's running job by its candidate names and identity; stop it."""
+        from airflow_hetero.operators import lifecycle
+
+        return lifecycle.stop_own_job(self, context)
 
     def on_kill(self) -> None:
         """Stop the job this task started or re-attached to (a killed task must not leave it running)."""
@@ -449,8 +305,10 @@ def _has_template(value: Any) -> bool:
     """True when any string inside ``value`` holds Jinja (then validation waits for rendering)."""
     if isinstance(value, str):
         return "{{" in value or "{%" in value
-    if isinstance(value, Mapping):
-        return any(_has_template(k) or _has_template(v) for k, v in value.items())
+    if value is None or isinstance(value, int | float):  # before the Mapping ABC check, which is slow
+        return False
     if isinstance(value, list | tuple):
         return any(_has_template(v) for v in value)
+    if isinstance(value, Mapping):
+        return any(_has_template(k) or _has_template(v) for k, v in value.items())
     return False
