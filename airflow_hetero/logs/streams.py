@@ -16,6 +16,7 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from airflow_hetero.logs.line_rules import LineRules
@@ -50,6 +51,8 @@ _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::|$)")
 MAX_INTERLEAVED_LINES = 20
 _STREAM_EPOCH = re.compile(r"^(?P<host>.+)-\d{9,}$")
 _ENV_LINE = re.compile(r"SM_[A-Z0-9_]*=")
+_MESSAGE = itemgetter("message")
+_TIMESTAMP = itemgetter("timestamp")
 
 
 def host_from_stream(stream_name: str, job_name: str | None = None) -> str:
@@ -156,15 +159,14 @@ class StreamLog:
         if patterns is None:
             return False
         try:
-            messages = [event["message"] for event in batch]
-            times = [event["timestamp"] for event in batch]
-            page = page_text(messages)
+            messages = list(map(_MESSAGE, batch))
+            times = list(map(_TIMESTAMP, batch))
+            text = page_text(messages)
             low, high = min(times), max(times)
         except (KeyError, TypeError):  # a missing field, bytes, None: event by event
             return False
-        if page is None or type(low) is not int or type(high) is not int:
+        if text is None or type(low) is not int or type(high) is not int:
             return False
-        text, lengths = page
         self.events += len(messages)
         self.byte_count += len(text) - len(messages) + 1 if text.isascii() else sum(
             len(m.encode("utf-8", "surrogatepass")) for m in messages
@@ -174,7 +176,7 @@ class StreamLog:
         if self.last_time is None or high > self.last_time:
             self.last_time = high
         done = self._follow_traceback(messages, times, 0)
-        for index in candidate_lines(text, lengths, patterns, ("SM_", _MARKER_TAG)):
+        for index in candidate_lines(text, patterns, ("SM_", _MARKER_TAG)):
             if index >= done:
                 self._scan(times[index], messages[index])
                 done = self._follow_traceback(messages, times, index + 1)
