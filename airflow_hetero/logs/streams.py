@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from airflow_hetero.logs.line_rules import LineRules
+from airflow_hetero.logs.line_rules import ENV_PREFIX, LineRules
 from airflow_hetero.logs.pagescan import candidate_lines, page_text
 from airflow_hetero.logs.text import strip_control
-from airflow_hetero.runtime import parse_marker
+from airflow_hetero.runtime import MARKER_PREFIX, parse_marker
 
 __all__ = [
     "DEFAULT_MAX_ERROR_SAMPLES",
@@ -42,7 +42,7 @@ MAX_LINE_CHARS = 1000
 #: First error lines kept per stream (and per group after merging).
 DEFAULT_MAX_ERROR_SAMPLES = 10
 
-_MARKER_TAG = "[airflow-hetero]"
+_MARKER_TAG = MARKER_PREFIX
 _TRACEBACK_CONTINUATIONS = ("Traceback", "During handling of the above", "The above exception")
 #: The line that closes a Python traceback: ``module.ExceptionName: message`` (or the name alone).
 _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::|$)")
@@ -176,7 +176,7 @@ class StreamLog:
         if self.last_time is None or high > self.last_time:
             self.last_time = high
         done = self._follow_traceback(messages, times, 0)
-        for index in candidate_lines(text, patterns, ("SM_", _MARKER_TAG)):
+        for index in candidate_lines(text, patterns, self.rules.page_literals):
             if index >= done:
                 self._scan(times[index], messages[index])
                 done = self._follow_traceback(messages, times, index + 1)
@@ -228,7 +228,7 @@ class StreamLog:
         """Everything a line means except the tail: evidence, errors, warnings, metrics."""
         if stored is None:
             stored = clip(line) if len(line) > MAX_LINE_CHARS else line
-        if line.startswith("SM_") and _ENV_LINE.match(line):
+        if line.startswith(ENV_PREFIX) and _ENV_LINE.match(line):
             self._env_line(line)  # toolkit configuration dump: evidence, never an error or warning
             return
         if _MARKER_TAG in line:
