@@ -49,6 +49,8 @@ def _line(rng: random.Random, i: int) -> str:
         lambda: "NCCL error: unhandled system error",
         lambda: "ERROR",  # at the very end of a line
         lambda: f"step {i} FAILED",
+        lambda: f"WARNING epoch {i} loss={rng.random():.3f}",  # a warning and two metrics
+        lambda: f"SM_LOSS=loss={rng.random():.3f}",  # evidence, never a metric
         lambda: f"x SM_CURRENT_HOST=algo-9 {i}",  # not at the start: no evidence, an ordinary line
     ]
     return rng.choice(kinds)()
@@ -112,8 +114,10 @@ def test_a_match_across_lines_does_not_hide_the_next_lines_own_match() -> None:
     messages = ["alpha", "beta x", "x gamma"]
     text = page_text(messages) or ""
     crossing = re.compile(r"a\s+b|x")  # matches "a\nb" across lines 0-1, and "x" in lines 1 and 2
-    assert candidate_lines(text, [crossing]) == [0, 1, 2]
-    assert candidate_lines(text, [], ["ta", "gam"]) == [1, 2]
+    assert candidate_lines(text, [crossing]) == [(0, 1), (1, 1), (2, 1)]
+    assert candidate_lines(text, [], ["ta", "gam"]) == [(1, 1), (2, 2)]
+    which = candidate_lines(text, [re.compile("a$", re.MULTILINE), re.compile("x")], ["gam"])
+    assert which == [(0, 0b001), (1, 0b010), (2, 0b111)]  # bit per pattern, then per literal
 
 
 @pytest.mark.parametrize("message", ["a\rb", "a\x0bb", "a\x1cb", "a\u2028b", "a\x85b", "\x1b[0m", "a\nb"])

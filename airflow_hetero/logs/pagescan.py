@@ -50,33 +50,42 @@ def page_text(messages: Sequence[str]) -> str | None:
     return text
 
 
-def candidate_lines(text: str, patterns: Iterable[re.Pattern[str]], literals: Iterable[str] = ()) -> list[int]:
-    """Sorted indexes of the lines of ``text`` (from :func:`page_text`) where a pattern may match or
-    a literal occurs."""
-    offsets: set[int] = set()
+def candidate_lines(
+    text: str, patterns: Iterable[re.Pattern[str]], literals: Iterable[str] = ()
+) -> list[tuple[int, int]]:
+    """The lines of ``text`` (from :func:`page_text`) where a pattern may match or a literal occurs:
+    ``(line index, which)`` in line order, bit ``i`` of ``which`` set for ``patterns[i]``, bit
+    ``len(patterns) + j`` for ``literals[j]``. A line no bit points at for a rule does not match
+    that rule on its own either."""
+    hits: dict[int, int] = {}
     find = text.find
+    bit = 1
     for pattern in patterns:
         search, pos = pattern.search, 0
         while (match := search(text, pos)) is not None:
             start = match.start()
-            offsets.add(start)
+            hits[start] = hits.get(start, 0) | bit
             pos = find("\n", start) + 1  # the next line (a match at a line's "\n" is in that line)
             if not pos:
                 break
+        bit <<= 1
     for literal in literals:
         pos = find(literal)
         while pos >= 0:
-            offsets.add(pos)
+            hits[pos] = hits.get(pos, 0) | bit
             following = find("\n", pos) + 1
             if not following:
                 break
             pos = find(literal, following)
-    lines: list[int] = []
+        bit <<= 1
+    lines: list[tuple[int, int]] = []
     line = previous = 0
     count = text.count
-    for offset in sorted(offsets):
+    for offset in sorted(hits):
         line += count("\n", previous, offset)
         previous = offset
-        if not lines or lines[-1] != line:
-            lines.append(line)
+        if lines and lines[-1][0] == line:
+            lines[-1] = (line, lines[-1][1] | hits[offset])
+        else:
+            lines.append((line, hits[offset]))
     return lines

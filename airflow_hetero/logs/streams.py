@@ -175,11 +175,19 @@ class StreamLog:
             self.first_time = low
         if self.last_time is None or high > self.last_time:
             self.last_time = high
+        # page_patterns end with the metrics' own: a line only they point at is a metric line only
+        first_metric = len(patterns) - len(self.rules.metrics)
+        metric_bits = ((1 << len(self.rules.metrics)) - 1) << first_metric
         done = self._follow_traceback(messages, times, 0)
-        for index in candidate_lines(text, patterns, self.rules.page_literals):
-            if index >= done:
+        for index, which in candidate_lines(text, patterns, self.rules.page_literals):
+            if index < done:
+                continue
+            if which & ~metric_bits:
                 self._scan(times[index], messages[index])
-                done = self._follow_traceback(messages, times, index + 1)
+                if self._in_traceback is not None:
+                    done = self._follow_traceback(messages, times, index + 1)
+            else:  # no traceback is open here, and no other rule can match this line
+                self._metrics(times[index], messages[index], which >> first_metric)
         if self.tail.maxlen:
             picked: list[tuple[int, str]] = []
             for index in range(len(messages) - 1, -1, -1):
@@ -249,8 +257,13 @@ class StreamLog:
             self._error(timestamp, stored)
         elif rules.warnings is not None and rules.warnings.search(line):
             self.warnings += 1
-        for name, regex, goal in rules.metrics:
-            match = regex.search(line)
+        self._metrics(timestamp, line)
+
+    def _metrics(self, timestamp: int, line: str, which: int = -1) -> None:
+        """The metric values in ``line``, of the metrics whose bit is set in ``which`` (all by default)."""
+        for name, regex, goal in self.rules.metrics:
+            present, which = which & 1, which >> 1
+            match = regex.search(line) if present else None
             if match is None:
                 continue
             try:
