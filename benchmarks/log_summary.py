@@ -1,20 +1,26 @@
-"""Benchmark: summarising a heterogeneous job's logs vs the Amazon provider's ``multi_stream_iter``.
+"""Benchmark: summarising a heterogeneous job's logs, against a bare page drain and the Amazon provider.
 
 One run starts a moto server on 127.0.0.1, fills it with a job of 8 hosts in 3 instance groups and
-``--events`` log events (default 1,000,000), then reads the same streams with
+``--events`` log events (default 1,000,000; :mod:`benchmarks.log_data`), then reads the same
+streams with
 
 * ``airflow-hetero``: :func:`airflow_hetero.logs.summarize_training_job` (threads across
-  streams, bounded accumulation);
+  streams, bounded accumulation), once per ``--workers`` value (default: its default
+  ``max_workers`` and 1);
 * ``provider``: ``SageMakerHook.multi_stream_iter`` from apache-airflow-providers-amazon, feeding
   the same per-stream accumulators (so only the reading differs);
 * ``raw drain``: GetLogEvents page after page, one thread, nothing done with the events (the
-  server's own floor);
+  server's own floor, and the baseline of the CPU ratios);
+* ``threaded drain``: the same with as many threads as the default ``max_workers`` (extra
+  information: what the threads alone cost);
 
-each in a fresh subprocess, ``--repeats`` times (medians reported). Per reader: wall time, peak RSS
+each in a fresh subprocess, ``--repeats`` times, interleaved (medians reported). Per reader: wall
+time, CPU time (process time of the reader, from after imports and client creation), peak RSS
 and RSS growth over the process's size after imports, and API calls (counted by botocore event
-hooks). The reference is the minimum number of calls the page limits allow: one DescribeLogStreams
-per 50 streams, and per stream one GetLogEvents per 10,000 events or 1 MB plus the call that sees
-the token repeat (the only way to know a stream ended).
+hooks). The reference for calls is the minimum the page limits allow: one DescribeLogStreams per
+50 streams, and per stream one GetLogEvents per 10,000 events or 1 MB plus the call that sees the
+token repeat (the only way to know a stream ended). The last lines print the headline: CPU of
+``summarize_training_job`` over the bare one-thread drain's, per ``max_workers``.
 
 Run: ``python -m benchmarks.log_summary`` (``--events 100000`` for a quick run).
 """
@@ -22,12 +28,10 @@ Run: ``python -m benchmarks.log_summary`` (``--events 100000`` for a quick run).
 from __future__ import annotations
 
 import argparse
-import contextlib
+import inspect
 import json
 import logging
-import math
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -37,20 +41,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-LOG_GROUP = "/aws/sagemaker/TrainingJobs"
-REGION = "us-east-1"
-#: Three groups, eight hosts; host numbers deliberately do not follow group order.
-LAYOUT: dict[str, tuple[str, list[str]]] = {
-    "data_group": ("ml.c5.18xlarge", ["algo-2", "algo-5", "algo-7"]),
-    "dnn_group": ("ml.p4d.24xlarge", ["algo-1", "algo-3", "algo-4", "algo-8"]),
-    "eval_group": ("ml.g5.xlarge", ["algo-6"]),
-}
-METRICS = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}, {"Name": "val:acc", "Regex": r"acc=([0-9.]+)"}]
-EVENTS_PER_PAGE = 10_000
-PAGE_BYTES = 1_048_576
-EVENT_OVERHEAD = 26
-PUT_BATCH = 8_000
-READERS = ("airflow-hetero", "provider", "raw drain")
+from benchmarks.log_data import LAYOUT, LOG_GROUP, METRICS, REGION, _lines, minimum_calls, populate
+
+__all__ = ["LAYOUT", "READERS", "_lines", "benchmark", "main", "minimum_calls", "populate", "run_reader"]
+
+READERS = ("airflow-hetero", "provider", "raw drain", "threaded drain")
+#: The CPU goal of issue 11: the summary costs at most this much CPU over the bare one-thread drain.
+CPU_GOAL = 1.3
+
+
+def default_workers() -> int:
+    """``summarize_training_job``'s default ``max_workers`` (the configuration users get)."""
+    from airflow_hetero.logs.summarize import summarize_training_job
+
+    return int(inspect.signature(summarize_training_job).parameters["max_workers"].default)
 
 
 def _env(endpoint: str) -> dict[str, str]:
@@ -67,101 +71,6 @@ def _env(endpoint: str) -> dict[str, str]:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_CONN_BENCH_AWS": json.dumps(conn),
     }
-
-
-def _startup_block(host: str, group: str) -> list[str]:
-    """The toolkit's start-up lines that matter for the mapping."""
-    config = {
-        "current_group_name": group,
-        "current_host": host,
-        "current_instance_type": LAYOUT[group][0],
-        "hosts": sorted(h for _, hosts in LAYOUT.values() for h in hosts),
-        "instance_groups": [
-            {"hosts": hosts, "instance_group_name": name, "instance_type": itype}
-            for name, (itype, hosts) in LAYOUT.items()
-        ],
-    }
-    return [
-        "Invoking user script",
-        f"SM_CURRENT_HOST={host}",
-        f"SM_CURRENT_INSTANCE_GROUP={group}",
-        "SM_RESOURCE_CONFIG=" + json.dumps(config, separators=(",", ":")),
-    ]
-
-
-def _lines(host: str, group: str, count: int, rng: random.Random) -> list[str]:
-    """``count`` log lines for one host: start-up block (not on MPI workers), steps, some noise."""
-    hosts = LAYOUT[group][1]
-    if group == "dnn_group" and host != hosts[0]:
-        head: list[str] = []  # MPI workers print no start-up block
-    elif group == "eval_group":
-        head = [f"[airflow-hetero] host={host} group={group} instance_type={LAYOUT[group][0]}"]
-    else:
-        head = _startup_block(host, group)
-    out = head[:count]
-    for i in range(count - len(out)):
-        roll = rng.random()
-        if roll < 0.00005:
-            out.append(f"ERROR worker {host} step {i}: batch failed, retrying")
-        elif roll < 0.001:
-            out.append(f"WARNING {host} step {i}: input pipeline slow")
-        elif i % 50 == 0:
-            out.append(f"step {i} loss={1 / (1 + i / 1000):.4f} acc={i / (i + 5000):.4f}")
-        else:
-            out.append(f"{host} step {i} processed batch of 256 in {rng.random() * 90:.3f} ms")
-    return out
-
-
-def populate(endpoint: str, job: str, total_events: int, seed: int = 0) -> dict[str, tuple[int, int]]:
-    """Create the job and its streams; return stream -> (events, bytes)."""
-    import boto3
-
-    kwargs = {"endpoint_url": endpoint, "region_name": REGION}
-    sagemaker = boto3.client("sagemaker", **kwargs)
-    logs = boto3.client("logs", **kwargs)
-    sagemaker.create_training_job(
-        TrainingJobName=job,
-        RoleArn="arn:aws:iam::123456789012:role/SageMakerRole",
-        AlgorithmSpecification={"TrainingImage": "img", "TrainingInputMode": "File", "MetricDefinitions": METRICS},
-        OutputDataConfig={"S3OutputPath": "s3://bucket/out"},
-        ResourceConfig={
-            "InstanceGroups": [
-                {"InstanceGroupName": name, "InstanceType": itype, "InstanceCount": len(hosts)}
-                for name, (itype, hosts) in LAYOUT.items()
-            ],
-            "VolumeSizeInGB": 30,
-        },
-        StoppingCondition={"MaxRuntimeInSeconds": 86400},
-    )
-    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
-        logs.create_log_group(logGroupName=LOG_GROUP)  # a moto server in-process shares its state
-    rng = random.Random(seed)
-    hosts = [(h, g) for g, (_, hs) in LAYOUT.items() for h in hs]
-    per_host = [total_events // len(hosts) + (1 if i < total_events % len(hosts) else 0) for i in range(len(hosts))]
-    start = int(time.time() * 1000) - 3_600_000
-    sizes: dict[str, tuple[int, int]] = {}
-    for (host, group), count in zip(hosts, per_host, strict=True):
-        stream = f"{job}/{host}-1767225600"
-        logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
-        lines = _lines(host, group, count, rng)
-        size = 0
-        for offset in range(0, len(lines), PUT_BATCH):
-            batch = [
-                {"timestamp": start + (offset + i) // 40, "message": line}
-                for i, line in enumerate(lines[offset : offset + PUT_BATCH])
-            ]
-            size += sum(len(e["message"].encode()) for e in batch)
-            logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream, logEvents=batch)
-        sizes[stream] = (len(lines), size)
-    return sizes
-
-
-def minimum_calls(sizes: dict[str, tuple[int, int]]) -> int:
-    """DescribeLogStreams pages + per stream: pages by the 10,000-event / 1 MB limits, plus the end call."""
-    pages = 0
-    for events, size in sizes.values():
-        pages += max(math.ceil(events / EVENTS_PER_PAGE), math.ceil((size + EVENT_OVERHEAD * events) / PAGE_BYTES)) + 1
-    return math.ceil(len(sizes) / 50) + pages
 
 
 # -- reader subprocesses -----------------------------------------------------------------------------
@@ -193,7 +102,9 @@ def _count_calls(client: Any, counts: dict[str, int]) -> None:
 
 
 def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, Any]:
-    """Read the job's logs one way; return wall time, calls, memory, what was found."""
+    """Read the job's logs one way; return wall time, CPU time, calls, memory, what was found."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import boto3
 
     from airflow_hetero.logs import summarize_training_job
@@ -233,19 +144,26 @@ def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, An
         result["unmapped"] = summary["unmapped_hosts"]
         result["summary_bytes"] = len(json.dumps(summary))
         result["summary"] = summary
-    else:
+    else:  # the drains: every page fetched and parsed by botocore, nothing done with the events
         logs_client = boto3.client("logs", **kwargs)
         _count_calls(logs_client, counts)
         base = _rss_mb()
         started, cpu = time.perf_counter(), time.process_time()
         total = 0
+        lock = threading.Lock()
 
         def sink(events: list[dict[str, Any]]) -> None:
             nonlocal total
-            total += len(events)
+            with lock:
+                total += len(events)
 
-        for stream in list_job_streams(logs_client, job):
-            read_stream(logs_client, stream, sink)
+        streams = list_job_streams(logs_client, job)
+        if name == "raw drain":
+            for stream in streams:
+                read_stream(logs_client, stream, sink)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(lambda stream: read_stream(logs_client, stream, sink), streams))
         result["events"] = total
     result["seconds"] = time.perf_counter() - started
     result["cpu_seconds"] = time.process_time() - cpu
@@ -257,20 +175,9 @@ def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, An
 
 
 def _spawn(name: str, endpoint: str, job: str, workers: int) -> dict[str, Any]:
+    command = [sys.executable, "-m", "benchmarks.log_summary", "--reader", name, "--endpoint", endpoint]
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.log_summary",
-            "--reader",
-            name,
-            "--endpoint",
-            endpoint,
-            "--job",
-            job,
-            "--workers",
-            str(workers),
-        ],
+        [*command, "--job", job, "--workers", str(workers)],
         capture_output=True,
         text=True,
         env=_env(endpoint),
@@ -290,18 +197,37 @@ def _table(rows: list[list[str]]) -> str:
     )
 
 
+def _variants(readers: tuple[str, ...], workers: list[int]) -> list[tuple[str, str, int]]:
+    """(label, reader, threads) of every run: airflow-hetero once per ``workers`` value."""
+    out: list[tuple[str, str, int]] = []
+    for name in readers:
+        if name == "airflow-hetero":
+            out.extend((name if i == 0 else f"{name} max_workers={w}", name, w) for i, w in enumerate(workers))
+        elif name == "threaded drain":
+            out.append((f"{name} ({workers[0]} threads)", name, workers[0]))
+        else:
+            out.append((name, name, 1))
+    return out
+
+
 def benchmark(
     events: int = 1_000_000,
     repeats: int = 3,
-    workers: int = 4,
+    workers: int | list[int] | None = None,
     example: str | None = None,
     readers: tuple[str, ...] = READERS,
 ) -> dict[str, Any]:
-    """Populate a moto server, run every reader ``repeats`` times, print and return the medians."""
+    """Populate a moto server, run every reader ``repeats`` times, print and return the medians.
+
+    ``workers``: airflow-hetero's ``max_workers``, one value or several (each its own row; the
+    first is also the threaded drain's thread count); None: the default and 1.
+    """
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-
+    default = default_workers()
+    counts = [default, 1] if workers is None else [workers] if isinstance(workers, int) else list(workers)
+    variants = _variants(readers, list(dict.fromkeys(counts)))
     for key, value in _env("").items():
         if key.startswith("AWS_"):
             os.environ[key] = value
@@ -317,73 +243,73 @@ def benchmark(
             f"populated {sum(n for n, _ in sizes.values()):,} events in {len(sizes)} streams "
             f"({sum(b for _, b in sizes.values()) / 2**20:.1f} MB) in {time.perf_counter() - t0:.1f} s"
         )
-        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in readers}
-        for _ in range(repeats):
-            for name in readers:
-                runs[name].append(_spawn(name, endpoint, job, workers))
+        runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in variants}
+        for _ in range(repeats):  # interleaved: each repeat sees the machine in about the same state
+            for label, name, threads in variants:
+                runs[label].append(_spawn(name, endpoint, job, threads))
     finally:
         server.stop()
     floor = minimum_calls(sizes)
     ours = statistics.median(r["seconds"] for r in runs["airflow-hetero"])
-    rows = [
-        [
-            "reader",
-            "wall s (median)",
-            "wall s (range)",
-            "x ours",
-            "CPU s (median)",
-            "x raw drain CPU",
-            "peak RSS MB",
-            "RSS growth MB",
-            "API calls",
-            "x minimum",
-            "events",
-        ]
-    ]
-    medians: dict[str, Any] = {"events": events, "repeats": repeats, "workers": workers, "minimum_calls": floor}
+    header = ["reader", "wall s (median)", "wall s (range)", "x ours", "CPU s (median)", "x raw drain CPU"]
+    rows = [[*header, "peak RSS MB", "RSS growth MB", "API calls", "x minimum", "events"]]
+    medians: dict[str, Any] = {"events": events, "repeats": repeats, "workers": counts, "minimum_calls": floor}
     rows.append(["minimum (page limits)", "-", "-", "-", "-", "-", "-", "-", str(floor), "1.00", f"{events:,}"])
     drain_cpu = statistics.median(r["cpu_seconds"] for r in runs["raw drain"]) if "raw drain" in runs else None
-    for name in readers:
-        items = runs[name]
+    for label, _, threads in variants:
+        items = runs[label]
         seconds = statistics.median(r["seconds"] for r in items)
-        peak = statistics.median(r["rss_peak_mb"] for r in items)
-        growth = statistics.median(r["rss_peak_mb"] - r["rss_base_mb"] for r in items)
-        calls = statistics.median(r["calls"] for r in items)
         cpu = statistics.median(r["cpu_seconds"] for r in items)
-        medians[name] = {
+        medians[label] = {
+            "threads": threads,
             "seconds": seconds,
             "cpu_seconds": cpu,
+            "cpu_each": [r["cpu_seconds"] for r in items],
+            "cpu_ratio": cpu / drain_cpu if drain_cpu else None,
             "seconds_each": [r["seconds"] for r in items],
-            "rss_peak_mb": peak,
-            "rss_growth_mb": growth,
-            "calls": calls,
+            "rss_peak_mb": statistics.median(r["rss_peak_mb"] for r in items),
+            "rss_growth_mb": statistics.median(r["rss_peak_mb"] - r["rss_base_mb"] for r in items),
+            "calls": statistics.median(r["calls"] for r in items),
             "calls_by_action": items[0]["calls_by_action"],
             "events": items[0]["events"],
         }
-        rows.append(
-            [
-                name,
-                f"{seconds:.2f}",
-                f"{min(r['seconds'] for r in items):.2f}-{max(r['seconds'] for r in items):.2f}",
-                f"{seconds / ours:.2f}",
-                f"{cpu:.2f}",
-                f"{cpu / drain_cpu:.2f}" if drain_cpu else "-",
-                f"{peak:.0f}",
-                f"{growth:.0f}",
-                f"{calls:.0f}",
-                f"{calls / floor:.2f}",
-                f"{items[0]['events']:,}",
-            ]
-        )
+        m = medians[label]
+        shown = f"{label} max_workers={threads}" if label == "airflow-hetero" else label
+        wall_range = f"{min(m['seconds_each']):.2f}-{max(m['seconds_each']):.2f}"
+        cpu_ratio = f"{m['cpu_ratio']:.2f}" if drain_cpu else "-"
+        memory = [f"{m['rss_peak_mb']:.0f}", f"{m['rss_growth_mb']:.0f}"]
+        calls = [f"{m['calls']:.0f}", f"{m['calls'] / floor:.2f}"]
+        times = [f"{seconds:.2f}", wall_range, f"{seconds / ours:.2f}", f"{cpu:.2f}", cpu_ratio]
+        rows.append([shown, *times, *memory, *calls, f"{m['events']:,}"])
     print(_table(rows))
     first = runs["airflow-hetero"][0]
     print(
         f"airflow-hetero groups: {first['groups']}, unmapped: {first['unmapped']}, "
         f"summary {first['summary_bytes']:,} bytes"
     )
+    if drain_cpu:
+        _headline(medians, variants, default, repeats)
     if example:
         Path(example).write_text(json.dumps(first["summary"], indent=2) + "\n")
     return medians
+
+
+def _headline(medians: dict[str, Any], variants: list[tuple[str, str, int]], default: int, repeats: int) -> None:
+    """CPU of summarize_training_job over the bare one-thread drain's, per max_workers."""
+    print(f"CPU of summarize_training_job / CPU of the bare one-thread page drain (medians of {repeats}):")
+    for label, name, threads in variants:
+        if name == "airflow-hetero":
+            ratio = medians[label]["cpu_ratio"]
+            verdict = "meets" if ratio <= CPU_GOAL else "MISSES"
+            note = " (the default)" if threads == default else ""
+            print(f"  max_workers={threads}{note}: {ratio:.2f}x  [{verdict} the goal of at most {CPU_GOAL}x]")
+    for label, name, threads in variants:
+        if name == "threaded drain":
+            drained = medians[label]["cpu_seconds"]
+            for other, kind, count in variants:
+                if kind == "airflow-hetero" and count == threads:
+                    ratio = medians[other]["cpu_seconds"] / drained
+                    print(f"  (extra: max_workers={threads} / a drain with {threads} threads: {ratio:.2f}x)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -391,7 +317,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.log_summary", description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="log events in total (default 1,000,000)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per reader; medians are reported")
-    parser.add_argument("--workers", type=int, default=4, help="streams read at once by airflow-hetero")
+    parser.add_argument(
+        "--workers",
+        help="comma-separated max_workers values for airflow-hetero (default: its default, then 1)",
+    )
     parser.add_argument("--example", help="write the first airflow-hetero summary (JSON) to this file")
     parser.add_argument("--readers", default=",".join(READERS), help=f"comma-separated subset of {', '.join(READERS)}")
     parser.add_argument("--reader", choices=READERS, help=argparse.SUPPRESS)
@@ -399,14 +328,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.reader:
-        result = run_reader(args.reader, args.endpoint, args.job, args.workers)
+        result = run_reader(args.reader, args.endpoint, args.job, int(args.workers or default_workers()))
         print(json.dumps(result, default=str))
         return 0
     readers = tuple(name.strip() for name in args.readers.split(",") if name.strip())
     unknown = sorted(set(readers) - set(READERS))
     if unknown or "airflow-hetero" not in readers:
         parser.error(f"--readers must include airflow-hetero and name only {', '.join(READERS)}")
-    benchmark(args.events, args.repeats, args.workers, args.example, readers)
+    workers = [int(w) for w in args.workers.split(",")] if args.workers else None
+    if workers is not None and (not workers or min(workers) < 1):
+        parser.error("--workers takes positive integers")
+    benchmark(args.events, args.repeats, workers, args.example, readers)
     return 0
 
 

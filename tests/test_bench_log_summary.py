@@ -35,11 +35,15 @@ def test_generated_streams_carry_the_evidence_each_kind_of_host_prints() -> None
 
 @pytest.mark.slow
 def test_tiny_benchmark_run(capsys: pytest.CaptureFixture[str]) -> None:
-    result = benchmark(events=4_000, repeats=1, workers=2)
+    result = benchmark(events=4_000, repeats=1, workers=[2, 1])
     out = capsys.readouterr().out
     assert "minimum (page limits)" in out and "provider" in out
+    assert "bare one-thread page drain" in out and "max_workers=2: " in out and "max_workers=1: " in out
+    assert "a drain with 2 threads" in out
     assert result["minimum_calls"] == 1 + 8 * 2
-    for name in ("airflow-hetero", "provider", "raw drain"):
+    readers = ("airflow-hetero", "airflow-hetero max_workers=1", "provider", "raw drain", "threaded drain (2 threads)")
+    for name in readers:
         assert result[name]["events"] == 4_000
+    assert result["airflow-hetero"]["threads"] == 2 and result["airflow-hetero"]["cpu_ratio"] > 0
     assert result["airflow-hetero"]["calls"] == result["minimum_calls"] + 1  # one re-listing
     assert result["provider"]["calls"] >= result["minimum_calls"]

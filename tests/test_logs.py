@@ -85,6 +85,9 @@ def test_metric_goal(name: str, goal: str) -> None:
         "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
         "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error",
         "ncclInternalError: Internal check failed",
+        "ncclSystemError: ncclUnhandledCudaError ncclInvalidUsageError",
+        "NCCL failure: ncclRemoteError (peer died)",
+        "ncclInvalidArgumentError",
         "[12345.678] Out of memory: Killed process 4242 (python3)",
         "Killed",
         "MemoryError",
@@ -107,6 +110,7 @@ def test_default_error_patterns_match(line: str) -> None:
         "no errors found, skilled workers",
         "ERRORS_ALLOWED=3",
         "mean_error: 0.1",
+        "ncclSuccessError is no NCCL result; ValueError: InternalError",
     ],
 )
 def test_default_patterns_do_not_flag_ordinary_lines(line: str) -> None:

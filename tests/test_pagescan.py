@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from airflow_hetero.logs.line_rules import LineRules
+from airflow_hetero.logs.line_rules import DEFAULT_ERROR_PATTERNS, EVIDENCE_LITERALS, LineRules
 from airflow_hetero.logs.pagescan import candidate_lines, page_scannable, page_text
 from airflow_hetero.logs.streams import StreamLog
 from airflow_hetero.runtime import format_marker
@@ -48,6 +48,10 @@ def _line(rng: random.Random, i: int) -> str:
         lambda: f"ERROR-free WARN-less text {i}",
         lambda: "NCCL error: unhandled system error",
         lambda: "ERROR",  # at the very end of a line
+        lambda: f"step {i} FAILED",
+        lambda: f"WARNING epoch {i} loss={rng.random():.3f}",  # a warning and two metrics
+        lambda: f"SM_LOSS=loss={rng.random():.3f}",  # evidence, never a metric
+        lambda: f"x SM_CURRENT_HOST=algo-9 {i}",  # not at the start: no evidence, an ordinary line
     ]
     return rng.choice(kinds)()
 
@@ -60,11 +64,16 @@ def _state(log: StreamLog) -> dict[str, Any]:
     return data
 
 
+#: A capturing group keeps the error patterns out of the one-pass page pattern (literals found apart).
+APART = [*DEFAULT_ERROR_PATTERNS, r"(FAIL)ED"]
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_page_scan_equals_line_by_line(seed: int) -> None:
     rng = random.Random(seed)
-    rules = LineRules.build(metric_definitions=METRICS)
+    rules = LineRules.build(error_patterns=APART if seed % 4 == 3 else None, metric_definitions=METRICS)
     assert rules.page_patterns is not None
+    assert (rules.page_literals == ()) == (seed % 4 != 3)
     fast = StreamLog("s", "algo-2", rules, tail_lines=rng.choice([0, 1, 5, 20]), max_error_samples=rng.choice([0, 3]))
     slow = StreamLog("s", "algo-2", rules, tail_lines=fast.tail_lines, max_error_samples=fast.max_error_samples)
     plain = rng.random() < 0.5  # half of the runs without the line kinds that force the slow path
@@ -92,12 +101,23 @@ def test_pages_scan_at_once_only_when_every_rule_is_line_local() -> None:
     assert page_scannable(r"ERROR(?!\s)", reviewed=[r"ERROR(?!\s)"])
 
 
+def test_errors_warnings_and_evidence_share_one_page_pass_when_joining_changes_nothing() -> None:
+    assert LineRules.build().page_literals == ()
+    for unjoinable in ([r"(x)\1"], [r"(?P<n>x)"], [r"(?x) ERROR"]):  # groups renumbered, flags for all
+        rules = LineRules.build(error_patterns=unjoinable)
+        assert rules.page_patterns is not None and rules.page_literals == EVIDENCE_LITERALS, unjoinable
+    rules = LineRules.build(error_patterns=["fatal"], warning_patterns=["(?i)warn"])
+    assert rules.page_patterns is not None and rules.page_literals == EVIDENCE_LITERALS
+
+
 def test_a_match_across_lines_does_not_hide_the_next_lines_own_match() -> None:
     messages = ["alpha", "beta x", "x gamma"]
-    text, starts = page_text(messages) or ("", [])
+    text = page_text(messages) or ""
     crossing = re.compile(r"a\s+b|x")  # matches "a\nb" across lines 0-1, and "x" in lines 1 and 2
-    assert candidate_lines(text, starts, [crossing]) == [0, 1, 2]
-    assert candidate_lines(text, starts, [], ["ta", "gam"]) == [1, 2]
+    assert candidate_lines(text, [crossing]) == [(0, 1), (1, 1), (2, 1)]
+    assert candidate_lines(text, [], ["ta", "gam"]) == [(1, 1), (2, 2)]
+    which = candidate_lines(text, [re.compile("a$", re.MULTILINE), re.compile("x")], ["gam"])
+    assert which == [(0, 0b001), (1, 0b010), (2, 0b111)]  # bit per pattern, then per literal
 
 
 @pytest.mark.parametrize("message", ["a\rb", "a\x0bb", "a\x1cb", "a\u2028b", "a\x85b", "\x1b[0m", "a\nb"])

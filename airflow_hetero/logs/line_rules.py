@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_hetero.logs.pagescan import page_scannable
+from airflow_hetero.runtime import MARKER_PREFIX
 
 __all__ = [
     "DEFAULT_ERROR_PATTERNS",
     "DEFAULT_WARNING_PATTERNS",
+    "ENV_PREFIX",
+    "EVIDENCE_LITERALS",
     "AnyPattern",
     "LineRules",
     "compile_patterns",
@@ -28,8 +31,10 @@ __all__ = [
 #: "<pid> Killed", mpirun's "(Killed)", Kubernetes-style OOMKilled, Python MemoryError), the
 #: toolkit's ExecuteUserScriptError / ExitCode 137 and segmentation faults. Level words must stand
 #: alone (``ERROR:``, ``ERROR ``, ``[ERROR]``), so ``--NCCL_DEBUG WARN"`` or a metric called
-#: ``train:error`` do not count. Each pattern starts with a literal: the regex engine then skips
-#: ahead quickly, which keeps the per-line cost low (about 0.2 us here).
+#: ``train:error`` do not count. Each pattern starts with an upper-case literal: the regex engine
+#: then skips ahead quickly to the few places worth a try, which keeps the per-line cost low (about
+#: 0.2 us here). NCCL's ``ncclInternalError`` & co. are therefore found from their ``Error`` and
+#: checked backwards: starting at every lower-case "n" of a page cost a quarter of the scan.
 DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r"Traceback \(most recent call last\)",
     r"ERROR(?<![\w-]ERROR)(?=[\s:\]]|$)",
@@ -41,7 +46,8 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r"CUDNN_STATUS_(?!SUCCESS)\w+",
     r"NCCL (?:error|Error|ERROR)",
     r"NCCL_\w+ failed",
-    r"nccl(?:Internal|System|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error",
+    r"Error(?:(?<=ncclInternalError)|(?<=nccl(?:System|Remote)Error)|(?<=ncclUnhandledCudaError)"
+    r"|(?<=ncclInvalidUsageError)|(?<=ncclInvalidArgumentError))",
     r"Out of memory",
     r"OOMKilled",
     r"Killed process \d+",
@@ -58,6 +64,13 @@ DEFAULT_WARNING_PATTERNS: tuple[str, ...] = (
     r"WARN(?<![\w-]WARN)(?:ING)?(?=[\s:\]]|$)",
     r"Warning: (?<=[a-z]Warning: )",
 )
+
+
+#: Lines starting with this are the toolkit's environment dump (evidence of the host's group).
+ENV_PREFIX = "SM_"
+#: Text whose lines may carry evidence of the host's group: the environment dump, the runtime marker.
+EVIDENCE_LITERALS: tuple[str, ...] = (ENV_PREFIX, MARKER_PREFIX)
+_PLAIN_FLAGS = re.compile("", re.MULTILINE).flags
 
 
 class AnyPattern:
@@ -109,6 +122,9 @@ class LineRules:
     #: The same regexes for scanning a whole page at once (:mod:`~airflow_hetero.logs.pagescan`);
     #: None when one of them could match differently there, and pages go line by line.
     page_patterns: list[re.Pattern[str]] | None = None
+    #: The :data:`EVIDENCE_LITERALS` a page scan looks for with ``str.find`` (empty when
+    #: ``page_patterns`` finds them already).
+    page_literals: tuple[str, ...] = EVIDENCE_LITERALS
 
     @classmethod
     def build(
@@ -137,7 +153,29 @@ class LineRules:
             page_scannable(source, reviewed=reviewed) for source in sources
         ):
             # per line, ^ and $ are the line's ends; in a joined page only with MULTILINE
-            rules.page_patterns = [m for m in joined if isinstance(m, re.Pattern)] + [
+            page = [m for m in joined if isinstance(m, re.Pattern)]
+            combined = _one_page_pattern(page)
+            if combined is not None:
+                page, rules.page_literals = [combined], ()
+            rules.page_patterns = page + [
                 re.compile(regex.pattern, regex.flags | re.MULTILINE) for _, regex, _ in metrics
             ]
         return rules
+
+
+def _one_page_pattern(patterns: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """Errors, warnings and the evidence literals as one alternation: one pass over a page instead
+    of one per rule. The page scan only needs every line one of them points at, and a leftmost
+    match of the alternation is at or before each alternative's own; None (separate passes) when
+    joining could change what a part matches: capturing groups (back-references would be
+    renumbered) or global inline flags (they would apply to every part)."""
+    if any(p.groups or p.flags != _PLAIN_FLAGS for p in patterns):
+        return None
+    try:
+        combined = re.compile(
+            "|".join([p.pattern for p in patterns] + [re.escape(literal) for literal in EVIDENCE_LITERALS]),
+            re.MULTILINE,
+        )
+    except re.error:
+        return None
+    return combined if combined.flags == _PLAIN_FLAGS else None

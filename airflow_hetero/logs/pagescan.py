@@ -8,19 +8,24 @@ start in a line with no per-line match (a regex that crosses a newline), so ever
 is checked again on its own, and after each match the search restarts at the next line, so no
 line's own match is skipped. Patterns whose per-line meaning could differ inside a longer text
 (string anchors, negative lookarounds, DOTALL) are not page-scanned: see :func:`page_scannable`.
+
+The per-page cost outside the rules' own searches is a handful of passes in C over the text
+(join, ``str.count``, ``in`` tests): no per-line Python work, no per-line offset table; the lines
+pointed at are numbered by counting newlines once, in offset order.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from itertools import accumulate
 
 __all__ = ["candidate_lines", "page_scannable", "page_text"]
 
 #: What ``str.splitlines`` splits on besides "\n", plus ESC: pages holding any go line by line.
-_NOT_SIMPLE = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x1b]")
+#: Tested one character at a time with ``in`` (a memchr-like scan each); the non-ASCII ones only
+#: when the text is not ASCII (``str.isascii`` is a flag lookup).
+_NOT_SIMPLE_ASCII = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1b")
+_NOT_SIMPLE_OTHER = ("\x85", "\u2028", "\u2029")
 #: Constructs that can match differently at a line's end inside a longer text than at a string's end.
 _NOT_LINE_LOCAL = ("\\A", "\\Z", "\\z", "(?!", "(?<!", "(?s", "(?m")
 
@@ -34,41 +39,53 @@ def page_scannable(source: str, *, reviewed: Iterable[str] = ()) -> bool:
     return source in set(reviewed) or not any(token in source for token in _NOT_LINE_LOCAL)
 
 
-def page_text(messages: Sequence[str]) -> tuple[str, list[int]] | None:
-    """The page as one text and the running length of its messages, or None when a message is not
-    one simple line. Line ``k`` starts at offset ``lengths[k] + k`` (one newline per line before it)."""
+def page_text(messages: Sequence[str]) -> str | None:
+    """The page as one text (line ``k`` is ``messages[k]``), or None when a message is not one
+    simple line (it holds a line break of ``str.splitlines`` or an ESC)."""
     text = "\n".join(messages)  # TypeError for a message that is not a str
-    if _NOT_SIMPLE.search(text) or text.count("\n") != len(messages) - 1:
+    if text.count("\n") != len(messages) - 1 or any(char in text for char in _NOT_SIMPLE_ASCII):
         return None
-    return text, list(accumulate(map(len, messages), initial=0))
+    if not text.isascii() and any(char in text for char in _NOT_SIMPLE_OTHER):
+        return None
+    return text
 
 
 def candidate_lines(
-    text: str, lengths: list[int], patterns: Iterable[re.Pattern[str]], literals: Iterable[str] = ()
-) -> list[int]:
-    """Sorted indexes of the lines where a pattern may match or a literal occurs (``lengths`` from
-    :func:`page_text`)."""
-    lines = range(len(lengths) - 1)
-    last = len(lines) - 1
-
-    def line_of(offset: int) -> int:
-        return bisect_right(lines, offset, key=lambda k: lengths[k] + k) - 1
-
-    found: set[int] = set()
+    text: str, patterns: Iterable[re.Pattern[str]], literals: Iterable[str] = ()
+) -> list[tuple[int, int]]:
+    """The lines of ``text`` (from :func:`page_text`) where a pattern may match or a literal occurs:
+    ``(line index, which)`` in line order, bit ``i`` of ``which`` set for ``patterns[i]``, bit
+    ``len(patterns) + j`` for ``literals[j]``. A line no bit points at for a rule does not match
+    that rule on its own either."""
+    hits: dict[int, int] = {}
+    find = text.find
+    bit = 1
     for pattern in patterns:
         search, pos = pattern.search, 0
         while (match := search(text, pos)) is not None:
-            line = line_of(match.start())
-            found.add(line)
-            if line >= last:
+            start = match.start()
+            hits[start] = hits.get(start, 0) | bit
+            pos = find("\n", start) + 1  # the next line (a match at a line's "\n" is in that line)
+            if not pos:
                 break
-            pos = lengths[line + 1] + line + 1
+        bit <<= 1
     for literal in literals:
-        pos = text.find(literal)
+        pos = find(literal)
         while pos >= 0:
-            line = line_of(pos)
-            found.add(line)
-            if line >= last:
+            hits[pos] = hits.get(pos, 0) | bit
+            following = find("\n", pos) + 1
+            if not following:
                 break
-            pos = text.find(literal, lengths[line + 1] + line + 1)
-    return sorted(found)
+            pos = find(literal, following)
+        bit <<= 1
+    lines: list[tuple[int, int]] = []
+    line = previous = 0
+    count = text.count
+    for offset in sorted(hits):
+        line += count("\n", previous, offset)
+        previous = offset
+        if lines and lines[-1][0] == line:
+            lines[-1] = (line, lines[-1][1] | hits[offset])
+        else:
+            lines.append((line, hits[offset]))
+    return lines

@@ -16,12 +16,13 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
-from airflow_hetero.logs.line_rules import LineRules
+from airflow_hetero.logs.line_rules import ENV_PREFIX, LineRules
 from airflow_hetero.logs.pagescan import candidate_lines, page_text
 from airflow_hetero.logs.text import strip_control
-from airflow_hetero.runtime import parse_marker
+from airflow_hetero.runtime import MARKER_PREFIX, parse_marker
 
 __all__ = [
     "DEFAULT_MAX_ERROR_SAMPLES",
@@ -41,7 +42,7 @@ MAX_LINE_CHARS = 1000
 #: First error lines kept per stream (and per group after merging).
 DEFAULT_MAX_ERROR_SAMPLES = 10
 
-_MARKER_TAG = "[airflow-hetero]"
+_MARKER_TAG = MARKER_PREFIX
 _TRACEBACK_CONTINUATIONS = ("Traceback", "During handling of the above", "The above exception")
 #: The line that closes a Python traceback: ``module.ExceptionName: message`` (or the name alone).
 _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::|$)")
@@ -50,6 +51,8 @@ _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::|$)")
 MAX_INTERLEAVED_LINES = 20
 _STREAM_EPOCH = re.compile(r"^(?P<host>.+)-\d{9,}$")
 _ENV_LINE = re.compile(r"SM_[A-Z0-9_]*=")
+_MESSAGE = itemgetter("message")
+_TIMESTAMP = itemgetter("timestamp")
 
 
 def host_from_stream(stream_name: str, job_name: str | None = None) -> str:
@@ -156,15 +159,14 @@ class StreamLog:
         if patterns is None:
             return False
         try:
-            messages = [event["message"] for event in batch]
-            times = [event["timestamp"] for event in batch]
-            page = page_text(messages)
+            messages = list(map(_MESSAGE, batch))
+            times = list(map(_TIMESTAMP, batch))
+            text = page_text(messages)
             low, high = min(times), max(times)
         except (KeyError, TypeError):  # a missing field, bytes, None: event by event
             return False
-        if page is None or type(low) is not int or type(high) is not int:
+        if text is None or type(low) is not int or type(high) is not int:
             return False
-        text, lengths = page
         self.events += len(messages)
         self.byte_count += len(text) - len(messages) + 1 if text.isascii() else sum(
             len(m.encode("utf-8", "surrogatepass")) for m in messages
@@ -173,11 +175,19 @@ class StreamLog:
             self.first_time = low
         if self.last_time is None or high > self.last_time:
             self.last_time = high
+        # page_patterns end with the metrics' own: a line only they point at is a metric line only
+        first_metric = len(patterns) - len(self.rules.metrics)
+        metric_bits = ((1 << len(self.rules.metrics)) - 1) << first_metric
         done = self._follow_traceback(messages, times, 0)
-        for index in candidate_lines(text, lengths, patterns, ("SM_", _MARKER_TAG)):
-            if index >= done:
+        for index, which in candidate_lines(text, patterns, self.rules.page_literals):
+            if index < done:
+                continue
+            if which & ~metric_bits:
                 self._scan(times[index], messages[index])
-                done = self._follow_traceback(messages, times, index + 1)
+                if self._in_traceback is not None:
+                    done = self._follow_traceback(messages, times, index + 1)
+            else:  # no traceback is open here, and no other rule can match this line
+                self._metrics(times[index], messages[index], which >> first_metric)
         if self.tail.maxlen:
             picked: list[tuple[int, str]] = []
             for index in range(len(messages) - 1, -1, -1):
@@ -226,7 +236,7 @@ class StreamLog:
         """Everything a line means except the tail: evidence, errors, warnings, metrics."""
         if stored is None:
             stored = clip(line) if len(line) > MAX_LINE_CHARS else line
-        if line.startswith("SM_") and _ENV_LINE.match(line):
+        if line.startswith(ENV_PREFIX) and _ENV_LINE.match(line):
             self._env_line(line)  # toolkit configuration dump: evidence, never an error or warning
             return
         if _MARKER_TAG in line:
@@ -247,8 +257,13 @@ class StreamLog:
             self._error(timestamp, stored)
         elif rules.warnings is not None and rules.warnings.search(line):
             self.warnings += 1
-        for name, regex, goal in rules.metrics:
-            match = regex.search(line)
+        self._metrics(timestamp, line)
+
+    def _metrics(self, timestamp: int, line: str, which: int = -1) -> None:
+        """The metric values in ``line``, of the metrics whose bit is set in ``which`` (all by default)."""
+        for name, regex, goal in self.rules.metrics:
+            present, which = which & 1, which >> 1
+            match = regex.search(line) if present else None
             if match is None:
                 continue
             try:
