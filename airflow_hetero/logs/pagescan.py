@@ -11,7 +11,7 @@ line's own match is skipped. Patterns whose per-line meaning could differ inside
 
 The per-page cost outside the rules' own searches is a handful of passes in C over the text
 (join, ``str.count``, ``in`` tests): no per-line Python work, no per-line offset table; the lines
-pointed at are numbered by counting newlines once, in offset order.
+pointed at are keyed by where they end and numbered by counting newlines once, in text order.
 """
 
 from __future__ import annotations
@@ -57,35 +57,32 @@ def candidate_lines(
     ``(line index, which)`` in line order, bit ``i`` of ``which`` set for ``patterns[i]``, bit
     ``len(patterns) + j`` for ``literals[j]``. A line no bit points at for a rule does not match
     that rule on its own either."""
-    hits: dict[int, int] = {}
-    find = text.find
+    hits: dict[int, int] = {}  # where the line ends (its "\n", or the text's end) -> which rules
+    find, size = text.find, len(text)
     bit = 1
     for pattern in patterns:
         search, pos = pattern.search, 0
         while (match := search(text, pos)) is not None:
-            start = match.start()
-            hits[start] = hits.get(start, 0) | bit
-            pos = find("\n", start) + 1  # the next line (a match at a line's "\n" is in that line)
-            if not pos:
+            end = find("\n", match.start())  # a match at a line's "\n" is in that line
+            end = size if end < 0 else end
+            hits[end] = hits.get(end, 0) | bit
+            pos = end + 1  # the next line
+            if pos > size:
                 break
         bit <<= 1
     for literal in literals:
         pos = find(literal)
         while pos >= 0:
-            hits[pos] = hits.get(pos, 0) | bit
-            following = find("\n", pos) + 1
-            if not following:
-                break
-            pos = find(literal, following)
+            end = find("\n", pos)
+            end = size if end < 0 else end
+            hits[end] = hits.get(end, 0) | bit
+            pos = find(literal, end + 1) if end < size else -1
         bit <<= 1
     lines: list[tuple[int, int]] = []
     line = previous = 0
     count = text.count
-    for offset in sorted(hits):
-        line += count("\n", previous, offset)
-        previous = offset
-        if lines and lines[-1][0] == line:
-            lines[-1] = (line, lines[-1][1] | hits[offset])
-        else:
-            lines.append((line, hits[offset]))
+    for end in sorted(hits):
+        line += count("\n", previous, end)  # the newlines before this line's own
+        previous = end
+        lines.append((line, hits[end]))
     return lines
