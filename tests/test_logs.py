@@ -147,8 +147,11 @@ def test_custom_error_patterns_replace_defaults_and_empty_means_none() -> None:
     log = stream("algo-1", ["ERROR x", "boom!", "WARNING y"], custom)
     assert (log.errors, log.warnings) == (1, 0)
     flagged = LineRules.build(error_patterns=["(?i)boom", "fatal"])  # global flag: searched one by one
-    log = stream("algo-1", ["BOOM", "fatal x", "calm"], flagged)
-    assert log.errors == 2
+    log = stream("algo-1", ["BOOM", "fatal x", "FATAL y", "calm"], flagged)
+    assert log.errors == 2  # (?i) belongs to its own pattern: "fatal" stays case-sensitive
+    backrefs = LineRules.build(error_patterns=[r"(a)\1", r"(b)\1"], warning_patterns=[])
+    log = stream("algo-1", ["aa", "bb", "ab", "ba"], backrefs)
+    assert log.errors == 2  # each \1 means its own pattern's group
     with pytest.raises(ValueError, match="invalid pattern"):
         LineRules.build(error_patterns=["(unclosed"])
     with pytest.raises(ValueError, match="invalid regex for metric"):

@@ -71,6 +71,9 @@ ENV_PREFIX = "SM_"
 #: Text whose lines may carry evidence of the host's group: the environment dump, the runtime marker.
 EVIDENCE_LITERALS: tuple[str, ...] = (ENV_PREFIX, MARKER_PREFIX)
 _PLAIN_FLAGS = re.compile("", re.MULTILINE).flags
+#: What may be a numbered back-reference or a group condition (an escaped backslash before a
+#: digit too: a false alarm only costs the joining).
+_BACK_REFERENCE = re.compile(r"\\[1-9]|\(\?\(")
 
 
 class AnyPattern:
@@ -88,8 +91,9 @@ def compile_patterns(patterns: Iterable[str]) -> re.Pattern[str] | AnyPattern | 
     """One matcher for any of ``patterns`` (None when there are none). Bad regexes raise ValueError.
 
     The patterns are joined into one top-level alternation, so the engine can skip quickly to
-    the first characters they start with; patterns that cannot be joined (global inline flags
-    such as ``(?i)``) are searched one by one.
+    the first characters they start with. Patterns whose meaning joining could change are
+    searched one by one: a global inline flag such as ``(?i)`` would apply to every part, and
+    capturing groups would be renumbered under back-references.
     """
     items = [p for p in patterns if p]
     if not items:
@@ -100,6 +104,13 @@ def compile_patterns(patterns: Iterable[str]) -> re.Pattern[str] | AnyPattern | 
             compiled.append(re.compile(p, re.MULTILINE))
         except re.error as exc:
             raise ValueError(f"invalid pattern {p!r}: {exc}") from None
+    if len(compiled) == 1:
+        return compiled[0]
+    grouped = [c.pattern for c in compiled if c.groups]
+    # joined, the first pattern with groups keeps their numbers; a later one's back-references
+    # would point at another pattern's groups
+    if any(c.flags != _PLAIN_FLAGS for c in compiled) or any(_BACK_REFERENCE.search(p) for p in grouped[1:]):
+        return AnyPattern(compiled)
     try:
         return re.compile("|".join(items), re.MULTILINE)
     except re.error:
