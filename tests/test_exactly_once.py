@@ -23,9 +23,9 @@ from moto_jobs import FAST, MotoJobs, aws_connection_env, hetero_request, moto_s
 from task_logs import record_logs
 
 from airflow_hetero.definition import naming
-from airflow_hetero.hooks.identity import IDENTITY_ENV, IDENTITY_TAG, TaskIdentity
-from airflow_hetero.hooks.outcome import TrainingJobTimeoutError
 from airflow_hetero.hooks.training import HeteroTrainingHook, JobNameTakenError
+from airflow_hetero.job.identity import IDENTITY_ENV, IDENTITY_TAG, TaskIdentity
+from airflow_hetero.job.outcome import TrainingJobTimeoutError
 from airflow_hetero.operators import HeteroTrainingOperator
 
 CONN_ID = "faulty_aws"
@@ -305,7 +305,7 @@ def test_stamp_keeps_user_tags_and_environment() -> None:
     ],
 )
 def test_limit_stops_get_their_own_message(secondary: str, condition: dict[str, int], expected: str) -> None:
-    from airflow_hetero.hooks.outcome import TrainingJobLimitError, resolve_outcome
+    from airflow_hetero.job.outcome import TrainingJobLimitError, resolve_outcome
 
     describe = {
         "TrainingJobName": "limited",

@@ -13,8 +13,8 @@ from moto import mock_aws
 from moto_jobs import MotoJobs, aws_connection_env, hetero_request
 
 from airflow_hetero._retry import RetryPolicy, is_transient
-from airflow_hetero.hooks.outcome import classify
 from airflow_hetero.hooks.training import HeteroTrainingHook, is_not_found
+from airflow_hetero.job.outcome import classify
 
 FAST = RetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.002)
 

@@ -12,7 +12,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto_jobs import FAST, put_logs, toolkit_startup
 
-from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer, expected_hosts
+from airflow_hetero.job.resource_config import total_instances as expected_hosts
+from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer
 
 GROUPS_DICT = json.dumps(
     {

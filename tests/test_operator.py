@@ -17,7 +17,7 @@ from task_logs import record_logs
 
 from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException, TaskDeferred
 from airflow_hetero.definition import naming
-from airflow_hetero.hooks.outcome import TrainingJobFailedError, TrainingJobStoppedError, TrainingJobTimeoutError
+from airflow_hetero.job.outcome import TrainingJobFailedError, TrainingJobStoppedError, TrainingJobTimeoutError
 from airflow_hetero.links.training import XCOM_KEY, training_job_url
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.triggers.training import HeteroTrainingTrigger

@@ -14,7 +14,7 @@ from moto_jobs import FAST, MotoJobs, hetero_request, mocked_jobs, put_logs, thr
 from task_logs import record_logs
 
 from airflow_hetero._compat import AirflowException, TaskDeferred
-from airflow_hetero.hooks.outcome import (
+from airflow_hetero.job.outcome import (
     TrainingJobFailedError,
     TrainingJobStoppedError,
     TrainingJobTimeoutError,

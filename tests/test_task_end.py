@@ -23,8 +23,8 @@ from moto_jobs import MotoJobs, aws_connection_env, hetero_request, mocked_jobs,
 
 from airflow_hetero._compat import TaskDeferred
 from airflow_hetero.definition import naming
-from airflow_hetero.hooks.identity import TaskIdentity
-from airflow_hetero.hooks.outcome import DEFAULT_MAX_RUNTIME, WAIT_MARGIN_SECONDS, TrainingJobTimeoutError
+from airflow_hetero.job.identity import TaskIdentity
+from airflow_hetero.job.outcome import DEFAULT_MAX_RUNTIME, WAIT_MARGIN_SECONDS, TrainingJobTimeoutError
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.triggers import HeteroTrainingTrigger
 from airflow_hetero.triggers import training as trigger_module

@@ -6,7 +6,7 @@ earlier try started. When that job failed, the next one is ``<base>-<hash>-<n>``
 every character the 63-character limit leaves after the base and the longest retry suffix
 (``-99``), in base 36: at least 8 characters (41 bits), 48 (248 bits) for an 11-character base.
 The name alone is still never trusted: a job is re-attached only when its identity tags match
-(:mod:`airflow_hetero.hooks.identity`).
+(:mod:`airflow_hetero.job.identity`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Hooks: SageMaker training-job calls through the Amazon provider's ``AwsBaseHook`` (loaded lazily).
 
-:mod:`airflow_hetero.hooks.outcome` holds the one rule that turns a job's state into a task result,
+:mod:`airflow_hetero.job.outcome` holds the one rule that turns a job's state into a task result,
 shared by the operator, the sensor and the trigger.
 """
 

@@ -9,7 +9,7 @@ errors (throttling, 5xx, dropped connections) with bounded backoff; permanent er
 CreateTrainingJob is the one call that is never retried blindly: it goes through a client whose
 botocore retries are off, and after any ambiguous outcome (timeout, reset, 5xx, ``ResourceInUse``)
 the job is looked up by name and adopted when its identity matches the task's
-(:mod:`airflow_hetero.hooks.identity`); the request is sent again only when no such job exists.
+(:mod:`airflow_hetero.job.identity`); the request is sent again only when no such job exists.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any, Protocol
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_not_found, is_transient
-from airflow_hetero.hooks.identity import identity_in_describe, identity_in_tags
-from airflow_hetero.hooks.outcome import JobState, classify
+from airflow_hetero.job.identity import identity_in_describe, identity_in_tags
+from airflow_hetero.job.outcome import JobState, classify
 
 #: botocore retries for the CreateTrainingJob client: one attempt, the hook decides what follows.
 NO_RETRIES = {"total_max_attempts": 1}
@@ -282,5 +282,5 @@ class HeteroTrainingHook(AwsBaseHook):
 
     @staticmethod
     def classify(describe: dict[str, Any]) -> JobState:
-        """See :func:`airflow_hetero.hooks.outcome.classify`."""
+        """See :func:`airflow_hetero.job.outcome.classify`."""
         return classify(describe)

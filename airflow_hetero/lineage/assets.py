@@ -1,6 +1,6 @@
 """The model artifact as an Airflow asset: its URI and the extra each asset event carries.
 
-Pure: works on the result dict the operator and sensor return (``hooks.outcome.result_dict``).
+Pure: works on the result dict the operator and sensor return (``job.outcome.result_dict``).
 """
 
 from __future__ import annotations

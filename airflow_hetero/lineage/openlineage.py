@@ -1,6 +1,6 @@
 """OpenLineage datasets of a training job: every S3 channel (with its instance groups) in, the model out.
 
-Built from the result dict of the job (``hooks.outcome.result_dict``: ``input_channels`` and
+Built from the result dict of the job (``job.outcome.result_dict``: ``input_channels`` and
 ``model_artifacts`` come from DescribeTrainingJob), so the operator and the sensor report the same
 lineage. The OpenLineage client classes are imported when lineage is asked for: only the
 OpenLineage provider's listener calls this, and only when that provider is installed.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_hetero.local.rules import GroupSpec
+from airflow_hetero.job.resource_config import GroupSpec
 
 NETWORK_INTERFACE = "eth0"
 
@@ -100,18 +100,18 @@ def plan_cluster(groups: list[GroupSpec], *, seed: str, slot: int, hosts_root: P
     ``slot`` picks the job's loopback subnet: host algo-N gets ``127.0.<slot>.<N>``, so every host
     can listen on the same port as its peers.
     """
-    total = sum(g.count for g in groups)
+    total = sum(g.instance_count for g in groups)
     numbers = list(range(1, total + 1))
     random.Random(seed).shuffle(numbers)
     hosts: list[Host] = []
     members: dict[str, list[str]] = {}
     position = 0
     for group in groups:
-        chosen = numbers[position : position + group.count]
-        position += group.count
+        chosen = numbers[position : position + group.instance_count]
+        position += group.instance_count
         members[group.name] = [f"algo-{n}" for n in chosen]
         hosts.extend(
-            Host(f"algo-{n}", n, group.name, group.instance_type, f"127.0.{slot}.{n}", hosts_root / f"algo-{n}")
+            Host(f"algo-{n}", n, group.name, group.instance_type or "", f"127.0.{slot}.{n}", hosts_root / f"algo-{n}")
             for n in chosen
         )
     return Cluster(sorted(hosts, key=lambda h: h.number), list(groups), members)

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from airflow_hetero.job.resource_config import channel_group_names
 from airflow_hetero.local.layout import Cluster, create_layout, input_data_config
-from airflow_hetero.local.rules import channel_groups
 from airflow_hetero.local.transfer import TransferError, download_channel, fetch, safe_extract
 
 CONTAINER_ROOT = "/opt/ml/"
@@ -109,7 +109,7 @@ def prepare_hosts(
     channels: list[dict[str, Any]] = record.get("InputDataConfig") or []
     for host in cluster.hosts:
         check_interrupt()
-        mine = [c for c in channels if host.group in channel_groups(c, group_names)]
+        mine = [c for c in channels if host.group in channel_group_names(c, group_names)]
         create_layout(
             host,
             resource=cluster.resource_config(host),

@@ -10,44 +10,14 @@ message that says so, instead of failing later in a confusing way.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from airflow_hetero.job.resource_config import HOMOGENEOUS_GROUP, instance_groups, is_hetero
 from airflow_hetero.local.constraints import check_constraints
 from airflow_hetero.local.errors import validation
-from airflow_hetero.runtime import HOMOGENEOUS_GROUP
 
 MAX_HOSTS = 254
 """Hosts per job on this endpoint: each gets its own loopback address 127.0.<job>.<host>."""
-
-
-@dataclass(frozen=True)
-class GroupSpec:
-    """One instance group of a request (a homogeneous job is one group, ``homogeneousCluster``)."""
-
-    name: str
-    instance_type: str
-    count: int
-
-
-def instance_groups(request: dict[str, Any]) -> list[GroupSpec]:
-    """The request's instance groups in request order; a homogeneous job yields one group."""
-    resource = request.get("ResourceConfig") or {}
-    groups = resource.get("InstanceGroups")
-    if groups:
-        return [GroupSpec(g["InstanceGroupName"], g["InstanceType"], int(g["InstanceCount"])) for g in groups]
-    return [GroupSpec(HOMOGENEOUS_GROUP, resource["InstanceType"], int(resource["InstanceCount"]))]
-
-
-def is_hetero(request: dict[str, Any]) -> bool:
-    """True when the request uses ``ResourceConfig.InstanceGroups``."""
-    return bool((request.get("ResourceConfig") or {}).get("InstanceGroups"))
-
-
-def channel_groups(channel: dict[str, Any], all_groups: list[str]) -> list[str]:
-    """Groups that receive ``channel``: its InstanceGroupNames, or every group when it names none."""
-    names = channel.get("DataSource", {}).get("S3DataSource", {}).get("InstanceGroupNames")
-    return list(names) if names else list(all_groups)
 
 
 def _listing(names: list[str]) -> str:
@@ -75,7 +45,7 @@ def _check_resources(request: dict[str, Any]) -> list[str]:
         if int(resource["InstanceCount"]) < 1:
             raise validation("InstanceCount must be at least 1")
         names = [HOMOGENEOUS_GROUP]
-    total = sum(g.count for g in instance_groups(request))
+    total = sum(g.instance_count for g in instance_groups(request))
     if total > MAX_HOSTS:
         raise validation(f"The local endpoint runs at most {MAX_HOSTS} hosts per job; this job asks for {total}")
     return names

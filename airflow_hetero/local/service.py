@@ -22,11 +22,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.local.clients import Clients
 from airflow_hetero.local.errors import ServiceError, not_found, validation
 from airflow_hetero.local.layout import plan_cluster
 from airflow_hetero.local.process import kill_tree
-from airflow_hetero.local.rules import instance_groups, validate_create
+from airflow_hetero.local.rules import validate_create
 from airflow_hetero.local.runner import JobRunner, RunOptions
 from airflow_hetero.local.store import TERMINAL, JobStore, add_transition, finish
 
@@ -137,7 +138,7 @@ class TrainingService:
             }
         )
         add_transition(record, "Starting", "Preparing the instances for training", now)
-        hosts = sum(g.count for g in instance_groups(request))
+        hosts = sum(g.instance_count for g in instance_groups(request))
         with self._lock:
             slot = next((s for s in range(1, MAX_SLOTS + 1) if s not in self._slots.values()), None)
             if slot is None:

@@ -9,39 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from airflow_hetero.runtime import HOMOGENEOUS_GROUP
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from airflow_hetero.job.resource_config import GroupSpec
     from airflow_hetero.logs.streams import StreamLog
 
-__all__ = ["HOMOGENEOUS_GROUP", "SOURCES", "GroupSpec", "HostMapping", "groups_from_describe", "resolve_mapping"]
-
-
-@dataclass(frozen=True)
-class GroupSpec:
-    """An instance group as DescribeTrainingJob states it."""
-
-    name: str
-    instance_type: str | None
-    instance_count: int
-
-
-def groups_from_describe(describe: Mapping[str, Any] | None) -> list[GroupSpec]:
-    """The job's groups from ``ResourceConfig`` (a homogeneous job is one ``homogeneousCluster`` group)."""
-    if not describe:
-        return []
-    config = describe.get("ResourceConfig") or {}
-    groups = config.get("InstanceGroups")
-    if groups:
-        return [
-            GroupSpec(str(g["InstanceGroupName"]), g.get("InstanceType"), int(g.get("InstanceCount") or 0))
-            for g in groups
-        ]
-    if config.get("InstanceType"):
-        return [GroupSpec(HOMOGENEOUS_GROUP, config["InstanceType"], int(config.get("InstanceCount") or 0))]
-    return []
+__all__ = ["SOURCES", "HostMapping", "resolve_mapping"]
 
 
 #: Mapping sources, most trusted first.

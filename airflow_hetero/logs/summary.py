@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_hetero.logs.mapping import GroupSpec, HostMapping, groups_from_describe, resolve_mapping
+from airflow_hetero.job.resource_config import GroupSpec, instance_groups
+from airflow_hetero.logs.mapping import HostMapping, resolve_mapping
 from airflow_hetero.logs.streams import (
     ErrorSample,
     MetricValue,
@@ -235,7 +236,7 @@ def build_summary(
     """The whole summary dict (before the size bound). ``datapoints`` None means metrics were not read;
     ``clip_datapoints=False`` takes them as already limited to the training window (by the query)."""
     describe = describe or {}
-    specs: list[GroupSpec] = groups_from_describe(describe)
+    specs: list[GroupSpec] = instance_groups(describe)
     mapping = mapping or resolve_mapping(logs, specs)
     window = training_window(describe, now) if describe else None
     members: dict[str, list[str]] = {spec.name: [] for spec in specs}

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
+from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.logs.line_rules import LineRules
-from airflow_hetero.logs.mapping import groups_from_describe, resolve_mapping
+from airflow_hetero.logs.mapping import resolve_mapping
 from airflow_hetero.logs.streams import LOG_GROUP, StreamLog, host_from_stream
 from airflow_hetero.logs.text import strip_control
 
@@ -49,7 +50,7 @@ class LogsGroupResolver:
 
     def __init__(self, describe: dict[str, Any] | None = None) -> None:
         self._rules = LineRules.build(error_patterns=[], warning_patterns=[], metric_definitions=[])
-        self._groups = groups_from_describe(describe)
+        self._groups = instance_groups(describe)
         self._streams: dict[str, StreamLog] = {}
         self._known: dict[str, str] = {}
         self._dirty = False
@@ -70,15 +71,6 @@ class LogsGroupResolver:
             self._known = dict(resolve_mapping(list(self._streams.values()), self._groups).host_to_group)
             self._dirty = False
         return self._known.get(host)
-
-
-def expected_hosts(describe: dict[str, Any]) -> int:
-    """Instances in the job: InstanceCount, or the sum over InstanceGroups for heterogeneous jobs."""
-    resource = describe.get("ResourceConfig") or {}
-    groups = resource.get("InstanceGroups") or []
-    if groups:
-        return sum(int(g.get("InstanceCount") or 0) for g in groups)
-    return int(resource.get("InstanceCount") or 0)
 
 
 @dataclass

@@ -32,9 +32,9 @@ def start_job(
     is not this task instance's counts as taken (warning, next name); a stopping one of ours
     (a clear stopped it) is waited for, then replaced.
     """
-    from airflow_hetero.hooks.identity import TaskIdentity
-    from airflow_hetero.hooks.outcome import classify
     from airflow_hetero.hooks.training import JobNameTakenError
+    from airflow_hetero.job.identity import TaskIdentity
+    from airflow_hetero.job.outcome import classify
 
     identity = TaskIdentity.of(context["ti"])
     for name in op.candidate_names(job, context):
@@ -72,7 +72,7 @@ def start_job(
 
 def wait_stopped(op: TrainingTask, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
     """Wait (bounded) for a Stopping job to end; its last description."""
-    from airflow_hetero.hooks.outcome import TrainingJobTimeoutError
+    from airflow_hetero.job.outcome import TrainingJobTimeoutError
 
     op.log.info("Training job %s is stopping (the task was cleared or killed): waiting for it to end", name)
     since = time.monotonic()
@@ -138,8 +138,8 @@ def just_created(op: TrainingTask) -> bool:
 
 def stop_own_job(op: TrainingTask, context: Context) -> str | None:
     """Find this task instance's running job by its candidate names and identity; stop it."""
-    from airflow_hetero.hooks.identity import TaskIdentity
-    from airflow_hetero.hooks.outcome import classify
+    from airflow_hetero.job.identity import TaskIdentity
+    from airflow_hetero.job.outcome import classify
 
     job = op.load_definition(context)
     hook = op.make_hook()
@@ -157,7 +157,7 @@ def stop_own_job(op: TrainingTask, context: Context) -> str | None:
 
 def past_job_limit(describe: dict[str, Any]) -> bool:
     """True when the job has existed longer than its MaxRuntime (+ MaxWait) plus margin."""
-    from airflow_hetero.hooks.outcome import wait_limit_seconds
+    from airflow_hetero.job.outcome import wait_limit_seconds
 
     created = describe.get("CreationTime")
     if not isinstance(created, datetime):

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
     from airflow_hetero._compat import Context
     from airflow_hetero.definition.job import HeteroTrainingJob
-    from airflow_hetero.hooks.identity import TaskIdentity
     from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.job.identity import TaskIdentity
     from airflow_hetero.logs.tail import LogTailer
     from airflow_hetero.operators.task import TrainingTask
 
@@ -96,7 +96,8 @@ def submit(
         source_upload_uri,
         upload_extra_args,
     )
-    from airflow_hetero.hooks.outcome import wait_limit_seconds
+    from airflow_hetero.job.outcome import wait_limit_seconds
+    from airflow_hetero.job.resource_config import describe_groups, instance_groups, is_hetero
 
     try:
         request = identity.stamp(build_training_request(job, job_name=name, region=region))
@@ -112,17 +113,14 @@ def submit(
     op.submitted_at = time.time()
     answer = hook.create_training_job(request, identity=identity.digest)
     op.wait_limit = wait_limit_seconds(request)
-    groups = ", ".join(
-        f"{g['InstanceGroupName']}={g['InstanceCount']}x{g['InstanceType']}"
-        for g in request["ResourceConfig"].get("InstanceGroups", [])
-    )
+    groups = describe_groups(instance_groups(request)) if is_hetero(request) else ""
     how = "Adopted (the create's answer was lost)" if answer.get("Adopted") else "Submitted"
     op.log.info("%s training job %s (%s) %s", how, name, answer.get("TrainingJobArn"), groups)
 
 
 def execute(op: TrainingTask, context: Context) -> dict[str, Any]:
     """Submit or re-attach, then wait (or defer) and return the result dict."""
-    from airflow_hetero.hooks.outcome import classify, resolve_outcome, result_dict, wait_limit_seconds
+    from airflow_hetero.job.outcome import classify, resolve_outcome, result_dict, wait_limit_seconds
     from airflow_hetero.links.training import persist_job_links
 
     started = time.monotonic()
@@ -177,7 +175,7 @@ def wait(
 ) -> dict[str, Any]:
     """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
     from airflow_hetero._retry import is_not_found, is_transient
-    from airflow_hetero.hooks.outcome import TrainingJobTimeoutError, classify, resolve_outcome, wait_limit_seconds
+    from airflow_hetero.job.outcome import TrainingJobTimeoutError, classify, resolve_outcome, wait_limit_seconds
 
     logged = 0  # SecondaryStatusTransitions already written to the task log
     tailer: LogTailer | None = None
@@ -251,14 +249,15 @@ def log_transitions(op: TrainingTask, name: str, describe: dict[str, Any], logge
 
 def make_tailer(op: TrainingTask, hook: HeteroTrainingHook, name: str, describe: dict[str, Any]) -> LogTailer:
     """A log follower for every host of the job, prefixing lines with ``[group/host]``."""
-    from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer, expected_hosts
+    from airflow_hetero.job.resource_config import total_instances
+    from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer
 
     return LogTailer(
         hook.logs_client,
         name,
         emit=lambda line: op.log.info("%s", line),
         resolver=LogsGroupResolver(describe),
-        expected_hosts=expected_hosts(describe),
+        expected_hosts=total_instances(describe),
         retry_policy=hook.retry_policy,
     )
 
@@ -278,7 +277,7 @@ def follow_logs(op: TrainingTask, tailer: LogTailer, *, final: bool, rescan: boo
 
 def execute_complete(op: TrainingTask, context: Context, event: dict[str, Any]) -> dict[str, Any]:
     """Resume after deferral: same outcome rules and XCom as the synchronous wait."""
-    from airflow_hetero.hooks.outcome import outcome_from_event
+    from airflow_hetero.job.outcome import outcome_from_event
 
     op.active_job_name = str(event.get("job_name"))
     hook = op.make_hook()

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
     from airflow_hetero._compat import Context
     from airflow_hetero.definition.job import HeteroTrainingJob
-    from airflow_hetero.hooks.identity import TaskIdentity
     from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.job.identity import TaskIdentity
     from airflow_hetero.logs.tail import LogTailer
 
 

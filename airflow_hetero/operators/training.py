@@ -8,7 +8,7 @@
   map index, so a retry of the task instance finds the job its earlier try started: a running
   job is re-attached, a completed one returns its result, a failed or stopped one is followed by
   a new job with a fresh suffix, a stopping one is waited for first. Only a job carrying this task
-  instance's identity (:mod:`airflow_hetero.hooks.identity`) is ever re-attached; another job of
+  instance's identity (:mod:`airflow_hetero.job.identity`) is ever re-attached; another job of
   the same name counts as taken. One job per logical attempt, never two (docs/failure-semantics.md).
 * Every way the task ends while its job runs stops the job (kill, clear, mark failed/success,
   ``execution_timeout``, deadline), deferred or not; a triggerer restart does not.
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.definition.job import HeteroTrainingJob
-    from airflow_hetero.hooks.identity import TaskIdentity
     from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.job.identity import TaskIdentity
     from airflow_hetero.logs.tail import LogTailer
 
 #: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.

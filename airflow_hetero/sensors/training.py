@@ -102,7 +102,7 @@ class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
     def poke(self, context: Context) -> PokeReturnValue:
         """One DescribeTrainingJob: not done while running; result dict or failure when finished."""
         from airflow_hetero._retry import is_transient
-        from airflow_hetero.hooks.outcome import classify, resolve_outcome
+        from airflow_hetero.job.outcome import classify, resolve_outcome
 
         hook = self.make_hook()
         try:
@@ -129,7 +129,7 @@ class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
     @records_outputs
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as a poke."""
-        from airflow_hetero.hooks.outcome import outcome_from_event
+        from airflow_hetero.job.outcome import outcome_from_event
 
         hook = self.make_hook()
         if self.print_log and event.get("status") == "done":

@@ -32,7 +32,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_not_found, is_transient
-from airflow_hetero.hooks.outcome import classify, wait_limit_seconds
+from airflow_hetero.job.outcome import classify, wait_limit_seconds
 
 CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
 #: "Not found" this soon after our own CreateTrainingJob is eventual consistency.

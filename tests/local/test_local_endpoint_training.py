@@ -14,7 +14,7 @@ from local_jobkit import BUCKET, ROLE
 from task_logs import record_logs
 
 from airflow_hetero._compat import AIRFLOW_V_3
-from airflow_hetero.hooks.outcome import TrainingJobFailedError, TrainingJobStoppedError
+from airflow_hetero.job.outcome import TrainingJobFailedError, TrainingJobStoppedError
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.triggers import HeteroTrainingTrigger

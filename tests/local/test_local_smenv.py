@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from airflow_hetero.job.resource_config import GroupSpec
 from airflow_hetero.local import smenv
 from airflow_hetero.local.layout import Cluster
-from airflow_hetero.local.rules import GroupSpec
 
 FIXTURE = Path(__file__).parents[1] / "data" / "sagemaker-training-startup-algo-2.log"
 # The request behind the fixture: what the SDK sent (every value JSON-encoded, in this order).

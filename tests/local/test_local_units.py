@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from airflow_hetero.job.resource_config import GroupSpec
 from airflow_hetero.local.errors import ServiceError
 from airflow_hetero.local.layout import plan_cluster
-from airflow_hetero.local.rules import GroupSpec, validate_create
+from airflow_hetero.local.rules import validate_create
 from airflow_hetero.local.transfer import TransferError, relative_key, safe_extract, tar_directories
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from airflow_hetero._compat import AirflowException
+from airflow_hetero.job.resource_config import instance_groups
 
 #: Extra seconds allowed beyond the job's own limits (provisioning, download, upload).
 WAIT_MARGIN_SECONDS = 3600
@@ -93,26 +94,7 @@ def limit_message(describe: dict[str, Any]) -> str | None:
 
 def instance_groups_of(describe: dict[str, Any]) -> list[dict[str, Any]]:
     """``[{"name", "type", "count"}]`` from ResourceConfig; a homogeneous job is one group."""
-    resource = describe.get("ResourceConfig") or {}
-    groups = resource.get("InstanceGroups") or []
-    if groups:
-        return [
-            {
-                "name": g.get("InstanceGroupName"),
-                "type": g.get("InstanceType"),
-                "count": g.get("InstanceCount"),
-            }
-            for g in groups
-        ]
-    if resource.get("InstanceType"):
-        return [
-            {
-                "name": "homogeneousCluster",  # the sagemaker-training toolkit's name for it
-                "type": resource.get("InstanceType"),
-                "count": resource.get("InstanceCount"),
-            }
-        ]
-    return []
+    return [{"name": g.name, "type": g.instance_type, "count": g.instance_count} for g in instance_groups(describe)]
 
 
 def result_dict(describe: dict[str, Any]) -> dict[str, Any]:
