@@ -148,7 +148,7 @@ def die_on_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     def sleep(_: float) -> None:
         raise WorkerDied
 
-    monkeypatch.setattr("airflow_hetero.operators.running.time.sleep", sleep)  # the wait loop's sleep
+    monkeypatch.setattr("airflow_hetero.operators.training.time.sleep", sleep)  # the wait loop's sleep
 
 
 def test_retry_while_the_job_runs_reattaches_one_job_in_total(jobs: MotoJobs, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -455,3 +455,40 @@ def test_log_streams_are_listed_only_when_new_ones_may_exist(jobs: MotoJobs, mon
     # with every host known (no listing), Uploading (transition: list), Completed (final listing)
     assert len(listings) == 4
     assert listings[-2:] == [3, 3]
+
+
+def test_a_subclass_overriding_one_step_changes_what_the_others_do(jobs: MotoJobs) -> None:
+    """Steps are ordinary methods: start_job calls the subclass's submit, the wait its log_transitions."""
+    calls: list[str] = []
+
+    class Tagged(HeteroTrainingOperator):
+        def submit(self, hook: Any, job: Any, name: str, region: str, identity: Any) -> None:
+            calls.append(f"submit {name}")
+            super().submit(hook, job, name, region, identity)
+
+        def log_transitions(self, name: str, describe: dict[str, Any], logged: int) -> int:
+            calls.append(f"transitions {describe['TrainingJobStatus']}")
+            return super().log_transitions(name, describe, logged)
+
+    name = expected_name()
+    steps = [{"status": "InProgress", "secondary": "Training"}, {"status": "Completed", "secondary": "Completed"}]
+    jobs.script(name, *steps)
+    op = Tagged(task_id="train", aws_conn_id=None, job=JOB, deferrable=False, print_log=False, check_interval=0.01)
+    result = op.execute(context())
+    assert result["status"] == "Completed"
+    assert calls[0] == f"submit {name}" and calls.count(f"submit {name}") == 1
+    assert "transitions Completed" in calls
+    assert jobs.calls["CreateTrainingJob"] == 1
+
+
+def test_the_not_found_grace_of_the_operator_reaches_its_trigger(jobs: MotoJobs) -> None:
+    op = operator(deferrable=True)
+    op.not_found_grace_seconds = 5
+    with pytest.raises(TaskDeferred) as info:
+        op.execute(context())
+    trigger = info.value.trigger
+    assert trigger.not_found_grace_seconds == 5
+    _, kwargs = trigger.serialize()
+    assert kwargs["not_found_grace_seconds"] == 5
+    assert HeteroTrainingTrigger(**kwargs).not_found_grace_seconds == 5
+    assert HeteroTrainingTrigger("old").not_found_grace_seconds == HeteroTrainingOperator.not_found_grace_seconds

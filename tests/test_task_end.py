@@ -24,7 +24,8 @@ from moto_jobs import MotoJobs, aws_connection_env, hetero_request, mocked_jobs,
 from airflow_hetero._compat import TaskDeferred
 from airflow_hetero.definition import naming
 from airflow_hetero.job.identity import TaskIdentity
-from airflow_hetero.job.outcome import DEFAULT_MAX_RUNTIME, WAIT_MARGIN_SECONDS, TrainingJobTimeoutError
+from airflow_hetero.job.outcome import TrainingJobTimeoutError
+from airflow_hetero.job.waiting import DEFAULT_MAX_RUNTIME, WAIT_MARGIN_SECONDS
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.triggers import HeteroTrainingTrigger
 from airflow_hetero.triggers import training as trigger_module
@@ -167,6 +168,13 @@ async def test_not_found_just_after_our_create_is_transient(served: MotoJobs, se
     loop.call_later(0.3, lambda: loop.run_in_executor(None, create, server_url, "late-visible"))
     event = await first_event(t)
     assert (event["status"], event["job_status"]) == ("done", "Completed")
+
+
+async def test_not_found_after_the_grace_the_operator_passed_is_an_error(served: MotoJobs, server_url: str) -> None:
+    t = trigger("never-created", created_at=time.time(), not_found_grace_seconds=0)
+    event = await first_event(t)
+    assert event["status"] == "error", event
+    assert "never-created" in event["message"] or "not found" in event["message"].lower(), event
 
 
 def test_new_kwargs_survive_serialization() -> None:

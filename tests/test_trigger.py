@@ -17,7 +17,7 @@ import boto3
 import pytest
 from moto_jobs import MotoJobs, aws_connection_env, hetero_request, moto_server, served_jobs, server_error, throttling
 
-from airflow_hetero.job.outcome import WAIT_MARGIN_SECONDS
+from airflow_hetero.job.waiting import WAIT_MARGIN_SECONDS
 from airflow_hetero.triggers import HeteroTrainingTrigger
 
 CONN_ID = "moto_trigger"

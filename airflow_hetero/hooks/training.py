@@ -19,14 +19,18 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_not_found, is_transient
 from airflow_hetero.job.identity import identity_in_describe, identity_in_tags
 from airflow_hetero.job.outcome import JobState, classify
+
+if TYPE_CHECKING:
+    from airflow_hetero.logs.tail import LogTailer
 
 #: botocore retries for the CreateTrainingJob client: one attempt, the hook decides what follows.
 NO_RETRIES = {"total_max_attempts": 1}
@@ -188,6 +192,26 @@ class HeteroTrainingHook(AwsBaseHook):
     def s3_client(self) -> Any:
         """S3 client (same region, endpoint and credentials), used to upload a packaged source_dir."""
         return self.service_client("s3")
+
+    def log_tailer(
+        self, job_name: str, *, emit: Callable[[str], None], describe: dict[str, Any] | None = None
+    ) -> LogTailer:
+        """A follower of the job's log streams through this hook's Logs client, lines ``[group/host]``-prefixed.
+
+        ``describe`` (when known) gives the job's groups and its instance count: streams are listed
+        again until every host has one.
+        """
+        from airflow_hetero.job.resource_config import total_instances
+        from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer
+
+        return LogTailer(
+            self.logs_client,
+            job_name,
+            emit=emit,
+            resolver=LogsGroupResolver(describe),
+            expected_hosts=total_instances(describe),
+            retry_policy=self.retry_policy,
+        )
 
     # -- training jobs -------------------------------------------------------------------------
 

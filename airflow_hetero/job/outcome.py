@@ -13,12 +13,6 @@ from typing import Any, Literal
 from airflow_hetero._compat import AirflowException
 from airflow_hetero.job.resource_config import instance_groups
 
-#: Extra seconds allowed beyond the job's own limits (provisioning, download, upload).
-WAIT_MARGIN_SECONDS = 3600
-#: SageMaker's default MaxRuntimeInSeconds.
-DEFAULT_MAX_RUNTIME = 86400
-
-
 JobState = Literal["running", "succeeded", "failed", "stopped"]
 
 _STATES: dict[str, JobState] = {
@@ -68,6 +62,15 @@ class TrainingJobTimeoutError(TrainingJobError):
 
 class TrainingJobLimitError(TrainingJobStoppedError):
     """SageMaker stopped the job at one of its own limits (MaxRuntimeInSeconds, MaxWaitTimeInSeconds)."""
+
+
+def still_stopping_error(name: str, timeout_seconds: float) -> TrainingJobTimeoutError:
+    """The error of a job that stayed Stopping longer than ``stopping_timeout_seconds``."""
+    return TrainingJobTimeoutError(
+        f"Training job {name} is still Stopping after {timeout_seconds:g}s (stopping_timeout_seconds)",
+        job_name=name,
+        status="Stopping",
+    )
 
 
 #: SecondaryStatus of a job SageMaker stopped at a limit -> (StoppingCondition field, what it bounds).
@@ -172,18 +175,6 @@ def resolve_outcome(describe: dict[str, Any], *, fail_on_stopped: bool = True) -
             failure_reason=reason,
         )
     raise ValueError(f"Training job {name} is still {status}")
-
-
-def wait_limit_seconds(describe_or_request: dict[str, Any]) -> int:
-    """How long a job may legitimately take: MaxRuntime (+ MaxWait for spot) + a margin.
-
-    Accepts a DescribeTrainingJob answer or a CreateTrainingJob request (same field names).
-    """
-    stopping = describe_or_request.get("StoppingCondition") or {}
-    limit = int(stopping.get("MaxRuntimeInSeconds") or DEFAULT_MAX_RUNTIME)
-    if describe_or_request.get("EnableManagedSpotTraining"):
-        limit += int(stopping.get("MaxWaitTimeInSeconds") or 0)
-    return limit + WAIT_MARGIN_SECONDS
 
 
 def outcome_from_event(

@@ -16,21 +16,25 @@
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
 
-Importing this module loads nothing beyond ``airflow.sdk``, the extra links and the lineage mixin:
-the methods that run the task are thin, their code lives in :mod:`~airflow_hetero.operators.running`
-and :mod:`~airflow_hetero.operators.lifecycle`, which load (with the definition, boto3 and the
-Amazon provider) when the task runs. A DAG file pays for the class, its arguments and the
-parse-time check of the definition (:mod:`~airflow_hetero.definition.validated`), nothing else.
+Importing this module loads nothing beyond ``airflow.sdk``, the extra links, the lineage mixin
+and :mod:`airflow_hetero.job.waiting` (stdlib): every method imports what it needs (the
+definition, boto3, the Amazon provider) when it runs. A DAG file pays for the class, its
+arguments and the parse-time check of the definition (:mod:`~airflow_hetero.definition.validated`).
+Each step is an ordinary method, so a subclass may override one (say, ``submit``) and the others
+call the override.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
+from airflow_hetero.job.waiting import NOT_FOUND_GRACE_SECONDS, NOT_FOUND_YET, not_found_yet, past_job_limit
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
 
@@ -76,8 +80,9 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     #: How long polls may keep failing transiently (each after its own retries) before the task
     #: fails; its retry then re-attaches to the still-running job.
     transient_grace_seconds: float = 1800
-    #: "Not found" from DescribeTrainingJob this soon after our own create is eventual consistency.
-    not_found_grace_seconds: float = 60
+    #: "Not found" from DescribeTrainingJob this soon after our own create is eventual consistency
+    #: (passed to the trigger too, so an override holds once the task defers).
+    not_found_grace_seconds: float = NOT_FOUND_GRACE_SECONDS
     #: A job staying Stopping longer than this fails the task (with its name and state).
     stopping_timeout_seconds: float = 1800
 
@@ -138,7 +143,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         self.submitted_at: float | None = None  # epoch of our own CreateTrainingJob (not-found grace)
         self.wait_limit: float | None = None  # the submitted job's MaxRuntime (+ MaxWait) + margin
 
-    # -- pieces ------------------------------------------------------------------------------
+    # -- the definition ----------------------------------------------------------------------
 
     def make_hook(self) -> HeteroTrainingHook:
         """The AWS hook for this task's connection and region."""
@@ -168,113 +173,355 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             raise AirflowFailException(f"Task {self.task_id}: template error: {type(err).__name__}: {err}") from err
         self.load_definition(context)  # invalid after rendering: fail now, before any AWS call
 
-    # -- running the task: thin methods, their code loads with the first call ----------------
-
     def render_definition_file(
         self, path: str, context: Context, jinja_env: jinja2.Environment | None = None
     ) -> dict[str, Any]:
         """Read a YAML/JSON definition (relative to the DAG folder) and render Jinja in every string."""
-        from airflow_hetero.operators import running
+        from airflow_hetero.definition.errors import JobDefinitionError
+        from airflow_hetero.definition.job import read_definition_file
 
-        return running.render_definition_file(self, path, context, jinja_env)
+        file = Path(path)
+        try:
+            data = read_definition_file(file if file.is_absolute() else self.base_dir() / file)
+        except JobDefinitionError as err:
+            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
+        rendered: dict[str, Any] = self.render_template(data, context, jinja_env)
+        return rendered
 
     def load_definition(self, context: Context) -> HeteroTrainingJob:
         """The rendered definition, validated; definition errors fail without retries."""
-        from airflow_hetero.operators import running
+        from airflow_hetero.definition.errors import JobDefinitionError
+        from airflow_hetero.definition.job import load_job
 
-        return running.load_definition(self, context)
+        source = self.job
+        if isinstance(source, str):  # not rendered yet (execute() called directly)
+            source = self.render_definition_file(source, context)
+        try:
+            return load_job(source)
+        except JobDefinitionError as err:
+            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
+
+    # -- starting or re-attaching the task instance's job --------------------------------------
 
     def candidate_names(self, job: HeteroTrainingJob, context: Context) -> Iterator[str]:
         """Job names this task instance may use, in order: first try, then fresh suffixes."""
-        from airflow_hetero.operators import running
+        from airflow_hetero.definition import naming
+        from airflow_hetero.definition.request import base_job_name
 
-        return running.candidate_names(self, job, context)
+        if self.job_name:
+            # the longest name this task may use must be valid before the first job is sent
+            for name in (self.job_name, f"{self.job_name}-{naming.MAX_ATTEMPT}"):
+                problem = naming.check_job_name(name)
+                if problem:
+                    raise AirflowFailException(f"job_name: {problem} (retries append up to -{naming.MAX_ATTEMPT})")
+            for attempt in range(naming.MAX_ATTEMPT + 1):
+                yield self.job_name if attempt == 0 else f"{self.job_name}-{attempt}"
+            return
+        ti: Any = context["ti"]
+        base = base_job_name(job)
+        key = naming.task_key(base, ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
+        for attempt in range(naming.MAX_ATTEMPT + 1):
+            yield naming.derived_job_name(base, key, attempt)
+
+    def start_job(
+        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, context: Context, region: str
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Re-attach to this task instance's job or submit a new one; the name and its description.
+
+        The description is None for a job just submitted. A job of a candidate name whose identity
+        is not this task instance's counts as taken (warning, next name); a stopping one of ours
+        (a clear stopped it) is waited for, then replaced (docs/failure-semantics.md).
+        """
+        from airflow_hetero.hooks.training import JobNameTakenError
+        from airflow_hetero.job.identity import TaskIdentity
+        from airflow_hetero.job.outcome import classify
+
+        identity = TaskIdentity.of(context["ti"])
+        for name in self.candidate_names(job, context):
+            existing = hook.find_training_job(name)
+            if existing is None:
+                try:
+                    self.submit(hook, job, name, region, identity)
+                except JobNameTakenError as err:
+                    self.log.warning("%s; trying the next name", err)
+                    continue
+                return name, None
+            owner = hook.identity_of(existing)
+            status = existing.get("TrainingJobStatus")
+            if owner != identity.digest:
+                self.log.warning(
+                    "Training job %s (%s) belongs to another task instance (identity %s, this one %s); "
+                    "trying the next name",
+                    name,
+                    status,
+                    owner or "none",
+                    identity.digest,
+                )
+                continue
+            if self.on_existing_job == "fail":
+                raise AirflowFailException(f"Training job {name} already exists ({status}) and on_existing_job='fail'")
+            if status == "Stopping" and self.on_existing_job == "reattach":
+                existing = self.wait_stopped(hook, name)
+            state = classify(existing)
+            if self.on_existing_job == "reattach" and state in ("running", "succeeded"):
+                self.log.info("Re-attaching to training job %s (%s), not submitting a new one", name, status)
+                return name, existing
+            self.log.info("Training job %s exists (%s); trying the next name", name, existing.get("TrainingJobStatus"))
+        raise AirflowFailException("Every job name for this task instance is taken")
 
     def submit(
         self, hook: HeteroTrainingHook, job: HeteroTrainingJob, name: str, region: str, identity: TaskIdentity
     ) -> None:
         """Package and upload a local source_dir, then send the one CreateTrainingJob (identity stamped)."""
-        from airflow_hetero.operators import running
+        from airflow_hetero.definition.errors import JobDefinitionError
+        from airflow_hetero.definition.request import build_training_request
+        from airflow_hetero.definition.source import (
+            SourceDirError,
+            package_source_dir,
+            source_upload_uri,
+            upload_extra_args,
+        )
+        from airflow_hetero.job.resource_config import describe_groups, instance_groups, is_hetero
+        from airflow_hetero.job.waiting import wait_limit_seconds
 
-        running.submit(self, hook, job, name=name, region=region, identity=identity)
+        try:
+            request = identity.stamp(build_training_request(job, job_name=name, region=region))
+            upload_uri = source_upload_uri(job, name)
+            code = package_source_dir(job, base=self.base_dir()) if upload_uri else None
+        except (JobDefinitionError, SourceDirError, ValueError) as err:
+            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
+        if upload_uri and code is not None:
+            hook.upload_bytes(code, upload_uri, upload_extra_args(job))
+            self.log.info("Uploaded training code (%d bytes) to %s", len(code), upload_uri)
+        self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(request, indent=2, default=str))
+        self.active_job_name = name
+        self.submitted_at = time.time()
+        answer = hook.create_training_job(request, identity=identity.digest)
+        self.wait_limit = wait_limit_seconds(request)
+        groups = describe_groups(instance_groups(request)) if is_hetero(request) else ""
+        how = "Adopted (the create's answer was lost)" if answer.get("Adopted") else "Submitted"
+        self.log.info("%s training job %s (%s) %s", how, name, answer.get("TrainingJobArn"), groups)
 
-    def start_job(
-        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, context: Context, region: str
-    ) -> tuple[str, dict[str, Any] | None]:
-        """Re-attach to this task instance's job or submit a new one; its name and description (None: new)."""
-        from airflow_hetero.operators import lifecycle
+    def wait_stopped(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
+        """Wait (bounded by ``stopping_timeout_seconds``) for a Stopping job to end; its last description."""
+        from airflow_hetero.job.outcome import still_stopping_error
 
-        return lifecycle.start_job(self, hook, job, context, region)
+        self.log.info("Training job %s is stopping (the task was cleared or killed): waiting for it to end", name)
+        since = time.monotonic()
+        while True:
+            describe = hook.describe_training_job(name)
+            if describe.get("TrainingJobStatus") != "Stopping":
+                return describe
+            if time.monotonic() - since > self.stopping_timeout_seconds:
+                raise still_stopping_error(name, self.stopping_timeout_seconds)
+            time.sleep(self.check_interval)
+
+    # -- running: submit or re-attach, then wait or defer --------------------------------------
 
     @records_outputs
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
-        from airflow_hetero.operators import running
+        from airflow_hetero.job.outcome import classify, resolve_outcome, result_dict
+        from airflow_hetero.job.waiting import wait_limit_seconds
+        from airflow_hetero.links.training import persist_job_links
 
-        return running.execute(self, context)
+        started = time.monotonic()
+        started_at = time.time()
+        job = self.load_definition(context)
+        hook = self.make_hook()
+        region = hook.conn_region_name
+        name, describe = self.start_job(hook, job, context, region)
+        self.active_job_name = name
+        if describe is not None:
+            self.wait_limit = wait_limit_seconds(describe)
+        persist_job_links(context, job_name=name, region=region)
+        if describe is not None and classify(describe) == "succeeded":
+            self.log.info("Training job %s already completed: returning its result", name)
+            return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
+        if not self.wait_for_completion:
+            return result_dict(describe or self.describe_fresh(hook, name))
+        if self.deferrable:
+            self.defer_wait(name, started_at)
+        return self.wait(hook, name, describe, started)
 
-    def defer_wait(self, name: str, started_at: float | None = None) -> None:
-        """Hand the wait to the triggerer (deadlines counted from the task's start, see deferral_deadline)."""
-        from airflow_hetero.operators import running
+    def describe_if_visible(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any] | None:
+        """DescribeTrainingJob; None while the job this task just created is not visible yet."""
+        try:
+            return hook.describe_training_job(name)
+        except Exception as exc:
+            if not not_found_yet(exc, self.submitted_at, self.not_found_grace_seconds):
+                raise
+            self.log.warning(NOT_FOUND_YET, name)
+            return None
 
-        running.defer_wait(self, name, started_at)
+    def describe_fresh(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
+        """DescribeTrainingJob, waiting out "not found" within the grace period after our own create."""
+        while (describe := self.describe_if_visible(hook, name)) is None:
+            time.sleep(min(self.check_interval, 5.0))
+        return describe
 
     def wait(
         self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any] | None, started: float
     ) -> dict[str, Any]:
         """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
-        from airflow_hetero.operators import running
+        from airflow_hetero._retry import is_transient
+        from airflow_hetero.job.outcome import (
+            TrainingJobTimeoutError,
+            classify,
+            resolve_outcome,
+            still_stopping_error,
+        )
+        from airflow_hetero.job.waiting import wait_limit_seconds
 
-        return running.wait(self, hook, name, describe, started)
-
-    def wait_stopped(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
-        """Wait (bounded) for a Stopping job to end; its last description."""
-        from airflow_hetero.operators import lifecycle
-
-        return lifecycle.wait_stopped(self, hook, name)
-
-    def deferral_deadline(self, started_at: float) -> tuple[float | None, str | None, float | None]:
-        """(trigger deadline, what it is, Airflow's own deferral timeout in seconds), from the task's start."""
-        from airflow_hetero.operators import lifecycle
-
-        return lifecycle.deferral_deadline(self, started_at)
-
-    def describe_fresh(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
-        """DescribeTrainingJob, waiting out "not found" within the grace period after our own create."""
-        from airflow_hetero.operators import lifecycle
-
-        return lifecycle.describe_fresh(self, hook, name)
-
-    def just_created(self) -> bool:
-        """True within ``not_found_grace_seconds`` of this task's own CreateTrainingJob."""
-        from airflow_hetero.operators import lifecycle
-
-        return lifecycle.just_created(self)
+        logged = 0  # SecondaryStatusTransitions already written to the task log
+        tailer: LogTailer | None = None
+        failing_since: float | None = None  # start of the current run of failed polls
+        stopping_since: float | None = None  # first poll that saw Stopping
+        while True:
+            if describe is None:
+                try:
+                    describe = self.describe_if_visible(hook, name)
+                    if describe is not None:
+                        failing_since = None
+                except Exception as exc:
+                    if not is_transient(exc):
+                        raise
+                    failing_since = failing_since or time.monotonic()
+                    if time.monotonic() - failing_since > self.transient_grace_seconds:
+                        raise  # a long outage: fail; the retry re-attaches to the job
+                    self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
+            state = None
+            transition = False  # a new SecondaryStatus: new log streams may have appeared
+            if describe is not None:
+                seen = self.log_transitions(name, describe, logged)
+                transition, logged = seen > logged, seen
+                state = classify(describe)
+                if self.print_log and tailer is None:
+                    tailer = self.make_tailer(hook, name, describe)
+            if tailer is not None:
+                tailer = self.follow_logs(tailer, final=state not in (None, "running"), rescan=transition)
+            if describe is not None and state != "running":
+                self.active_job_name = None
+                return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
+            status = str((describe or {}).get("TrainingJobStatus"))
+            if describe is not None and status == "Stopping":
+                stopping_since = stopping_since or time.monotonic()
+                if time.monotonic() - stopping_since > self.stopping_timeout_seconds:
+                    raise still_stopping_error(name, self.stopping_timeout_seconds)
+            elif self.max_ingestion_time is not None and time.monotonic() - started > self.max_ingestion_time:
+                hook.stop_training_job(name)
+                raise TrainingJobTimeoutError(
+                    f"Training job {name} exceeded max_ingestion_time ({self.max_ingestion_time}s); "
+                    "it was asked to stop",
+                    job_name=name,
+                    status=status,
+                )
+            elif describe is not None and past_job_limit(describe):
+                limit = wait_limit_seconds(describe)
+                hook.stop_training_job(name)
+                raise TrainingJobTimeoutError(
+                    f"Training job {name} still {status} {limit}s after its creation, beyond its MaxRuntime "
+                    "(+ MaxWait) plus margin; it was asked to stop",
+                    job_name=name,
+                    status=status,
+                )
+            time.sleep(self.check_interval)
+            describe = None
 
     def log_transitions(self, name: str, describe: dict[str, Any], logged: int) -> int:
         """Write each new SecondaryStatus transition once, with its StatusMessage."""
-        from airflow_hetero.operators import running
-
-        return running.log_transitions(self, name, describe, logged)
+        transitions = describe.get("SecondaryStatusTransitions") or []
+        for item in transitions[logged:]:
+            self.log.info("Training job %s: %s - %s", name, item.get("Status"), item.get("StatusMessage") or "")
+        return max(logged, len(transitions))
 
     def make_tailer(self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any]) -> LogTailer:
         """A log follower for every host of the job, prefixing lines with ``[group/host]``."""
-        from airflow_hetero.operators import running
-
-        return running.make_tailer(self, hook, name, describe)
+        return hook.log_tailer(name, emit=lambda line: self.log.info("%s", line), describe=describe)
 
     def follow_logs(self, tailer: LogTailer, *, final: bool, rescan: bool = False) -> LogTailer | None:
         """Print new log lines; logs are a convenience, so a persistent error only stops them."""
-        from airflow_hetero.operators import running
+        try:
+            if final:
+                tailer.flush()
+            else:
+                tailer.poll(rescan=rescan)
+        except Exception as exc:
+            self.log.warning("Stopped following the logs of %s: %s", tailer.job_name, exc)
+            return None
+        return tailer
 
-        return running.follow_logs(self, tailer, final=final, rescan=rescan)
+    # -- deferred: the trigger waits, execute_complete decides ---------------------------------
+
+    def deferral_deadline(self, started_at: float) -> tuple[float | None, str | None, float | None]:
+        """(trigger deadline, what it is, Airflow's own deferral timeout in seconds), from the task's start."""
+        from airflow_hetero.job.waiting import deferral_deadline
+
+        timeout = self.execution_timeout
+        return deferral_deadline(
+            started_at,
+            max_ingestion_time=self.max_ingestion_time,
+            wait_limit=self.wait_limit,
+            execution_timeout=None if timeout is None else timeout.total_seconds(),
+        )
+
+    def defer_wait(self, name: str, started_at: float | None = None) -> None:
+        """Hand the wait to the triggerer (deadlines counted from the task's start, see deferral_deadline)."""
+        from datetime import timedelta
+
+        from airflow_hetero.triggers.training import HeteroTrainingTrigger
+
+        started_at = time.time() if started_at is None else started_at
+        deadline, reason, airflow_timeout = self.deferral_deadline(started_at)
+        self.defer(
+            trigger=HeteroTrainingTrigger(
+                name,
+                aws_conn_id=self.aws_conn_id,
+                region_name=self.region_name,
+                verify=self.verify,
+                botocore_config=self.botocore_config,
+                poll_interval=float(self.check_interval),
+                deadline=deadline,
+                stop_on_kill=True,
+                started_at=started_at,
+                created_at=self.submitted_at,
+                deadline_reason=reason,
+                not_found_grace_seconds=self.not_found_grace_seconds,
+            ),
+            method_name="execute_complete",
+            timeout=None if airflow_timeout is None else timedelta(seconds=airflow_timeout),
+        )
 
     @records_outputs
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as the synchronous wait."""
-        from airflow_hetero.operators import running
+        from airflow_hetero.job.outcome import outcome_from_event
 
-        return running.execute_complete(self, context, event)
+        self.active_job_name = str(event.get("job_name"))
+        hook = self.make_hook()
+        if self.print_log and event.get("status") == "done":
+            tailer = hook.log_tailer(self.active_job_name, emit=lambda line: self.log.info("%s", line))
+            try:
+                tailer.emit_tail()
+            except Exception as exc:
+                self.log.warning("Could not read the logs of %s: %s", self.active_job_name, exc)
+        if event.get("deadline_reason"):
+            timeout_message = f"reached its deadline: {event['deadline_reason']}"
+        elif self.max_ingestion_time is not None:
+            timeout_message = f"exceeded max_ingestion_time ({self.max_ingestion_time}s)"
+        else:
+            timeout_message = "did not finish within its MaxRuntime (+ MaxWait) plus margin"
+        result = outcome_from_event(
+            event,
+            describe=hook.describe_training_job,
+            stop=hook.stop_training_job,
+            fail_on_stopped=self.fail_on_stopped,
+            timeout_message=timeout_message,
+        )
+        self.active_job_name = None
+        return result
+
+    # -- every other end of the task stops its job ---------------------------------------------
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
         """A deferral that ends in Airflow's ``__fail__`` (deferral or execution timeout, trigger
@@ -288,9 +535,21 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
 
     def stop_own_job(self, context: Context) -> str | None:
         """Find this task instance's running job by its candidate names and identity; stop it."""
-        from airflow_hetero.operators import lifecycle
+        from airflow_hetero.job.identity import TaskIdentity
+        from airflow_hetero.job.outcome import classify
 
-        return lifecycle.stop_own_job(self, context)
+        job = self.load_definition(context)
+        hook = self.make_hook()
+        digest = TaskIdentity.of(context["ti"]).digest
+        for name in self.candidate_names(job, context):
+            existing = hook.find_training_job(name)
+            if existing is None:
+                return None  # names are used in order: no later one exists
+            if classify(existing) == "running" and hook.identity_of(existing) == digest:
+                self.log.info("Task ends while training job %s runs: stopping it", name)
+                hook.stop_training_job(name)
+                return name
+        return None
 
     def on_kill(self) -> None:
         """Stop the job this task started or re-attached to (a killed task must not leave it running)."""

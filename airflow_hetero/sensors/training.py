@@ -143,14 +143,7 @@ class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
         )
 
     def _print_tail(self, hook: HeteroTrainingHook, describe: dict[str, Any] | None) -> None:
-        from airflow_hetero.logs.tail import LogsGroupResolver, LogTailer
-
-        tailer = LogTailer(
-            hook.logs_client,
-            self.job_name,
-            emit=lambda line: self.log.info("%s", line),
-            resolver=LogsGroupResolver(describe),
-        )
+        tailer = hook.log_tailer(self.job_name, emit=lambda line: self.log.info("%s", line), describe=describe)
         try:
             tailer.emit_tail(lines=self.log_tail_lines)
         except Exception as exc:  # logs are a convenience: never fail the sensor over them

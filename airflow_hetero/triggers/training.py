@@ -4,7 +4,7 @@ Status comes from the event loop's shared :class:`~airflow_hetero.triggers.watch
 (one async client per connection, batched ListTrainingJobs checks, DescribeTrainingJob on a
 change), so one triggerer holds a thousand deferred jobs. Transient errors are retried and, if a
 poll still fails, the next poll tries again: they never end the wait on their own. "Not found"
-within :data:`NOT_FOUND_GRACE_SECONDS` of our own create is eventual consistency, not an error.
+within ``not_found_grace_seconds`` of our own create is eventual consistency, not an error.
 The wait ends when the job finishes, when the deadline passes, or on a permanent error; each ends
 with one event. The default deadline is the job's own CreationTime + MaxRuntime (+ MaxWait for
 spot) + a margin, and, while no Describe has succeeded, ``started_at`` (the task's start) + the
@@ -31,12 +31,11 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_not_found, is_transient
-from airflow_hetero.job.outcome import classify, wait_limit_seconds
+from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_transient
+from airflow_hetero.job.outcome import classify
+from airflow_hetero.job.waiting import NOT_FOUND_GRACE_SECONDS, NOT_FOUND_YET, not_found_yet, wait_limit_seconds
 
 CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
-#: "Not found" this soon after our own CreateTrainingJob is eventual consistency.
-NOT_FOUND_GRACE_SECONDS = 60.0
 #: Airflow 3.3+ calls ``BaseTrigger.on_kill`` on user actions; older releases do not have it.
 HAS_TRIGGER_ON_KILL = hasattr(BaseTrigger, "on_kill")
 
@@ -67,6 +66,8 @@ class HeteroTrainingTrigger(BaseTrigger):
         Describe succeeds.
     :param created_at: epoch seconds of our own CreateTrainingJob, for the not-found grace.
     :param deadline_reason: which limit ``deadline`` stands for, repeated in the timeout event.
+    :param not_found_grace_seconds: how long after ``created_at`` "not found" means "not visible yet"
+        (the operator passes its own ``not_found_grace_seconds``).
 
     Event payload: ``status`` ("done", "timeout" or "error"), ``job_name``, ``job_status``,
     ``secondary_status``, ``failure_reason``, for timeouts ``deadline_reason`` and, for timeouts
@@ -87,6 +88,7 @@ class HeteroTrainingTrigger(BaseTrigger):
         started_at: float | None = None,
         created_at: float | None = None,
         deadline_reason: str | None = None,
+        not_found_grace_seconds: float = NOT_FOUND_GRACE_SECONDS,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.job_name = job_name
@@ -100,6 +102,7 @@ class HeteroTrainingTrigger(BaseTrigger):
         self.started_at = time.time() if started_at is None else float(started_at)
         self.created_at = created_at
         self.deadline_reason = deadline_reason
+        self.not_found_grace_seconds = float(not_found_grace_seconds)
         self.fired = False  # an event was yielded: the task resumes, the job is not ours to stop
         # Back off no longer than one poll interval (at most 30 s) between retries of a poll.
         step = min(30.0, float(poll_interval))
@@ -121,6 +124,7 @@ class HeteroTrainingTrigger(BaseTrigger):
                 "started_at": self.started_at,
                 "created_at": self.created_at,
                 "deadline_reason": self.deadline_reason,
+                "not_found_grace_seconds": self.not_found_grace_seconds,
             },
         )
 
@@ -154,9 +158,6 @@ class HeteroTrainingTrigger(BaseTrigger):
         if created is None or describe is None:
             return self.started_at + wait_limit_seconds(describe or {})
         return created + wait_limit_seconds(describe)
-
-    def _just_created(self) -> bool:
-        return self.created_at is not None and time.time() - float(self.created_at) < NOT_FOUND_GRACE_SECONDS
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Wait until the job finishes, the deadline passes or a permanent error occurs.
@@ -194,10 +195,8 @@ class HeteroTrainingTrigger(BaseTrigger):
                 while True:
                     answer = await updates.get()
                     if isinstance(answer, BaseException):
-                        if is_not_found(answer) and self._just_created():
-                            self.log.warning(
-                                "Training job %s not found yet (just created): will look again", self.job_name
-                            )
+                        if not_found_yet(answer, self.created_at, self.not_found_grace_seconds):
+                            self.log.warning(NOT_FOUND_YET, self.job_name)
                         elif not is_transient(answer):
                             self.log.error("Stopped watching training job %s: %s", self.job_name, answer)
                             return self._event("error", last, f"{type(answer).__name__}: {answer}")
