@@ -491,4 +491,5 @@ def test_the_not_found_grace_of_the_operator_reaches_its_trigger(jobs: MotoJobs)
     _, kwargs = trigger.serialize()
     assert kwargs["not_found_grace_seconds"] == 5
     assert HeteroTrainingTrigger(**kwargs).not_found_grace_seconds == 5
-    assert HeteroTrainingTrigger("old").not_found_grace_seconds == HeteroTrainingOperator.not_found_grace_seconds
+    assert HeteroTrainingOperator.not_found_grace_seconds is None  # the one default, in job.waiting
+    assert HeteroTrainingTrigger("old").not_found_grace_seconds is None

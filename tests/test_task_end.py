@@ -25,7 +25,7 @@ from airflow_hetero._compat import TaskDeferred
 from airflow_hetero.definition import naming
 from airflow_hetero.job.identity import TaskIdentity
 from airflow_hetero.job.outcome import TrainingJobTimeoutError
-from airflow_hetero.job.waiting import DEFAULT_MAX_RUNTIME, WAIT_MARGIN_SECONDS
+from airflow_hetero.job.waiting import DEFAULT_MAX_RUNTIME, NOT_FOUND_GRACE_SECONDS, WAIT_MARGIN_SECONDS, not_found_yet
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.triggers import HeteroTrainingTrigger
 from airflow_hetero.triggers import training as trigger_module
@@ -249,3 +249,12 @@ def test_a_normal_resumption_does_not_stop_anything(jobs: MotoJobs) -> None:
         "execute_complete", {"event": {"status": "done", "job_name": job_name()}}, context()
     )
     assert result["status"] == "Completed" and jobs.calls["StopTrainingJob"] == 0
+
+
+def test_not_found_yet_is_one_rule_with_one_default() -> None:
+    gone = type("E", (Exception,), {"response": {"Error": {"Code": "ValidationException", "Message": "not found"}}})()
+    now = time.time()
+    assert not_found_yet(gone, now) and not_found_yet(gone, now - NOT_FOUND_GRACE_SECONDS + 5)
+    assert not not_found_yet(gone, now - NOT_FOUND_GRACE_SECONDS - 1)
+    assert not not_found_yet(gone, None) and not not_found_yet(gone, now, grace=0)
+    assert not not_found_yet(Exception("boom"), now)

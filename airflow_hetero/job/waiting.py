@@ -2,7 +2,7 @@
 
 How long a job may legitimately take (its own limits plus a margin), and the grace after our own
 CreateTrainingJob during which "not found" is eventual consistency, not an error. Standard library
-only at import: the operator module reads the defaults here while a DAG file is parsed.
+only, and nothing here is needed to parse a DAG file.
 """
 
 from __future__ import annotations
@@ -41,11 +41,15 @@ def past_job_limit(describe: dict[str, Any]) -> bool:
     return time.time() > created.timestamp() + wait_limit_seconds(describe)
 
 
-def not_found_yet(exc: BaseException, created_at: float | None, grace: float = NOT_FOUND_GRACE_SECONDS) -> bool:
-    """True when ``exc`` says "no such job" within ``grace`` seconds of our own create at ``created_at``."""
+def not_found_yet(exc: BaseException, created_at: float | None, grace: float | None = None) -> bool:
+    """True when ``exc`` says "no such job" within ``grace`` seconds (None: :data:`NOT_FOUND_GRACE_SECONDS`)
+    of our own create at ``created_at``."""
     from airflow_hetero._retry import is_not_found
 
-    return created_at is not None and time.time() - float(created_at) < grace and is_not_found(exc)
+    if created_at is None:
+        return False
+    limit = NOT_FOUND_GRACE_SECONDS if grace is None else grace
+    return time.time() - float(created_at) < limit and is_not_found(exc)
 
 
 def deferral_deadline(

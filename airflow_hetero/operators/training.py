@@ -16,10 +16,10 @@
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
 
-Importing this module loads nothing beyond ``airflow.sdk``, the extra links, the lineage mixin
-and :mod:`airflow_hetero.job.waiting` (stdlib): every method imports what it needs (the
-definition, boto3, the Amazon provider) when it runs. A DAG file pays for the class, its
-arguments and the parse-time check of the definition (:mod:`~airflow_hetero.definition.validated`).
+Importing this module loads nothing beyond ``airflow.sdk``, the extra links and the lineage mixin:
+every method imports what it needs (the definition, boto3, the Amazon provider) when it runs.
+A DAG file pays for the class, its arguments and the parse-time check of the definition
+(:mod:`~airflow_hetero.definition.validated`).
 Each step is an ordinary method, so a subclass may override one (say, ``submit``) and the others
 call the override.
 """
@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
-from airflow_hetero.job.waiting import NOT_FOUND_GRACE_SECONDS, NOT_FOUND_YET, not_found_yet, past_job_limit
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
 
@@ -80,9 +79,10 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     #: How long polls may keep failing transiently (each after its own retries) before the task
     #: fails; its retry then re-attaches to the still-running job.
     transient_grace_seconds: float = 1800
-    #: "Not found" from DescribeTrainingJob this soon after our own create is eventual consistency
-    #: (passed to the trigger too, so an override holds once the task defers).
-    not_found_grace_seconds: float = NOT_FOUND_GRACE_SECONDS
+    #: "Not found" from DescribeTrainingJob this soon after our own create is eventual consistency;
+    #: None: :data:`airflow_hetero.job.waiting.NOT_FOUND_GRACE_SECONDS`. Passed to the trigger too,
+    #: so an override holds once the task defers.
+    not_found_grace_seconds: float | None = None
     #: A job staying Stopping longer than this fails the task (with its name and state).
     stopping_timeout_seconds: float = 1800
 
@@ -346,6 +346,8 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
 
     def describe_if_visible(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any] | None:
         """DescribeTrainingJob; None while the job this task just created is not visible yet."""
+        from airflow_hetero.job.waiting import NOT_FOUND_YET, not_found_yet
+
         try:
             return hook.describe_training_job(name)
         except Exception as exc:
@@ -371,7 +373,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             resolve_outcome,
             still_stopping_error,
         )
-        from airflow_hetero.job.waiting import wait_limit_seconds
+        from airflow_hetero.job.waiting import past_job_limit, wait_limit_seconds
 
         logged = 0  # SecondaryStatusTransitions already written to the task log
         tailer: LogTailer | None = None

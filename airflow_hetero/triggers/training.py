@@ -33,7 +33,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_transient
 from airflow_hetero.job.outcome import classify
-from airflow_hetero.job.waiting import NOT_FOUND_GRACE_SECONDS, NOT_FOUND_YET, not_found_yet, wait_limit_seconds
+from airflow_hetero.job.waiting import NOT_FOUND_YET, not_found_yet, wait_limit_seconds
 
 CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
 #: Airflow 3.3+ calls ``BaseTrigger.on_kill`` on user actions; older releases do not have it.
@@ -67,7 +67,7 @@ class HeteroTrainingTrigger(BaseTrigger):
     :param created_at: epoch seconds of our own CreateTrainingJob, for the not-found grace.
     :param deadline_reason: which limit ``deadline`` stands for, repeated in the timeout event.
     :param not_found_grace_seconds: how long after ``created_at`` "not found" means "not visible yet"
-        (the operator passes its own ``not_found_grace_seconds``).
+        (None: :data:`airflow_hetero.job.waiting.NOT_FOUND_GRACE_SECONDS`; the operator passes its own).
 
     Event payload: ``status`` ("done", "timeout" or "error"), ``job_name``, ``job_status``,
     ``secondary_status``, ``failure_reason``, for timeouts ``deadline_reason`` and, for timeouts
@@ -88,7 +88,7 @@ class HeteroTrainingTrigger(BaseTrigger):
         started_at: float | None = None,
         created_at: float | None = None,
         deadline_reason: str | None = None,
-        not_found_grace_seconds: float = NOT_FOUND_GRACE_SECONDS,
+        not_found_grace_seconds: float | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.job_name = job_name
@@ -102,7 +102,7 @@ class HeteroTrainingTrigger(BaseTrigger):
         self.started_at = time.time() if started_at is None else float(started_at)
         self.created_at = created_at
         self.deadline_reason = deadline_reason
-        self.not_found_grace_seconds = float(not_found_grace_seconds)
+        self.not_found_grace_seconds = None if not_found_grace_seconds is None else float(not_found_grace_seconds)
         self.fired = False  # an event was yielded: the task resumes, the job is not ours to stop
         # Back off no longer than one poll interval (at most 30 s) between retries of a poll.
         step = min(30.0, float(poll_interval))
