@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from airflow_hetero.job.resource_config import GroupSpec
-from airflow_hetero.local.errors import ServiceError
-from airflow_hetero.local.layout import plan_cluster
-from airflow_hetero.local.rules import validate_create
-from airflow_hetero.local.transfer import TransferError, relative_key, safe_extract, tar_directories
+from airflow_hetero.local.api.errors import ServiceError
+from airflow_hetero.local.api.request_rules import validate_create
+from airflow_hetero.local.job.layout import plan_cluster
+from airflow_hetero.local.job.transfer import TransferError, relative_key, safe_extract, tar_directories
 
 
 def _tar(*members: tarfile.TarInfo, data: bytes = b"x") -> bytes:

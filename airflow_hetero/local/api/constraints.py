@@ -13,7 +13,7 @@ import functools
 import re
 from typing import Any
 
-from airflow_hetero.local.errors import ServiceError, validation
+from airflow_hetero.local.api.errors import ServiceError, validation
 
 
 @functools.cache
