@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_jobkit import wait
+from support.local_jobkit import wait
 
 from airflow_hetero.cli import main as cli_main
 from airflow_hetero.local import LocalEndpoint

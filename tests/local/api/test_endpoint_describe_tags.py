@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from botocore.validate import ParamValidator
-from local_jobkit import put_source, request, unique, wait
+from support.local_jobkit import put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.api.constraints import service_model

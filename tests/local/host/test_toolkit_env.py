@@ -9,7 +9,7 @@ from airflow_hetero.job.resource_config import GroupSpec
 from airflow_hetero.local.host import toolkit_env
 from airflow_hetero.local.job.layout import Cluster
 
-FIXTURE = Path(__file__).parents[1] / "data" / "sagemaker-training-startup-algo-2.log"
+FIXTURE = Path(__file__).parents[2] / "data" / "sagemaker-training-startup-algo-2.log"
 # The request behind the fixture: what the SDK sent (every value JSON-encoded, in this order).
 RAW_HPS = {
     "epochs": "10",

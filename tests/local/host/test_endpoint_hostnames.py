@@ -10,7 +10,7 @@ import tarfile
 from typing import Any
 
 import pytest
-from local_jobkit import put_source, request, unique, wait
+from support.local_jobkit import put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.host import resolver, toolkit_env
