@@ -65,7 +65,7 @@ DISTRIBUTION_GROUPS_HP = "sagemaker_distribution_instance_groups"
 # Copied from sagemaker_training (params.SAGEMAKER_PREFIX, params.SAGEMAKER_HYPERPARAMETERS and the
 # flags checked by Environment.get_distribution_instance_groups_from_resource_config), so the split
 # and the distribution fallback behave the same. The offline endpoint's SM_* environment
-# (airflow_hetero.local.smenv) uses them too.
+# (airflow_hetero.local.host.toolkit_env) uses them too.
 TOOLKIT_PREFIX = "sagemaker_"
 TOOLKIT_HYPERPARAMETERS = frozenset(
     {

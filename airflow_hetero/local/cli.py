@@ -93,7 +93,7 @@ def describe_endpoint(endpoint: Any, out: TextIO) -> None:
 
 def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the endpoint until SIGINT/SIGTERM; return the exit code."""
-    from airflow_hetero.local.server import LocalEndpoint
+    from airflow_hetero.local.api.server import LocalEndpoint
 
     out = out or sys.stdout
     if args.host not in _LOOPBACK_NAMES:

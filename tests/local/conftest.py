@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from local_jobkit import BUCKET
+from support.local_jobkit import BUCKET
 
 from airflow_hetero.local import LocalEndpoint
 

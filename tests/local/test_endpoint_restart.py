@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_jobkit import BUCKET, pid_alive, put_source, request, unique, wait
+from support.local_jobkit import BUCKET, pid_alive, put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.cli import register
-from airflow_hetero.local.clients import make_client
+from airflow_hetero.local.job.clients import make_client
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
-from local_jobkit import BUCKET, ROLE
+from support.local_jobkit import BUCKET, ROLE
 from task_logs import record_logs
 
 from airflow_hetero._compat import AIRFLOW_V_3

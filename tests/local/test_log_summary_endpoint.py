@@ -15,7 +15,7 @@ from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
-from local_jobkit import log_lines, put_source, request, unique, wait
+from support.local_jobkit import log_lines, put_source, request, unique, wait
 
 from airflow_hetero._compat import AIRFLOW_V_3
 from airflow_hetero.local import LocalEndpoint

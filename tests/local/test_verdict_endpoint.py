@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from local_jobkit import put_source, request, unique, wait
+from support.local_jobkit import put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.logs.summarize import summarize_training_job

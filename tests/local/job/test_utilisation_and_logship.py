@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from airflow_hetero.local.logship import LOG_GROUP, LogShipper, stream_name
-from airflow_hetero.local.metrics import FIRST_FIGURE_AFTER, MIN_FINAL_SPAN, NAMESPACE, MetricsSampler
-from airflow_hetero.local.process import HostProcess, HostUsage
+from airflow_hetero.local.host.process import HostProcess, HostUsage
+from airflow_hetero.local.job.logship import LOG_GROUP, LogShipper, stream_name
+from airflow_hetero.local.job.utilisation import FIRST_FIGURE_AFTER, MIN_FINAL_SPAN, NAMESPACE, MetricsSampler
 
 
 class _Recorder:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from local_jobkit import BUCKET, channel, log_lines, pid_alive, put_source, request, tarball, unique, wait
+from support.local_jobkit import BUCKET, channel, log_lines, pid_alive, put_source, request, tarball, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from local_jobkit import BUCKET, channel, pid_alive, put_source, request, unique, wait
+from support.local_jobkit import BUCKET, channel, pid_alive, put_source, request, unique, wait
 
-from airflow_hetero.local import LocalEndpoint, store
-from airflow_hetero.local.process import HostProcess
+from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local.host.process import HostProcess
+from airflow_hetero.local.job import store
 
 pytestmark = pytest.mark.slow
 

@@ -22,8 +22,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
-from airflow_hetero.local.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
-from airflow_hetero.local.runner import RunOptions
+from airflow_hetero.local.job.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
+from airflow_hetero.local.job.runner import RunOptions
 
 LOOPBACK = "127.0.0.1"
 
@@ -39,7 +39,7 @@ class LocalEndpoint:
     (``ResourceLimitExceeded`` beyond), ``max_source_bytes`` extracted per source tarball and
     ``max_channel_bytes`` downloaded per channel and host (the job fails beyond).
     Requests from web pages and for other ``Host`` names are refused (see
-    :class:`airflow_hetero.local.app.RequestGuard`).
+    :class:`airflow_hetero.local.api.app.RequestGuard`).
     """
 
     def __init__(
@@ -84,8 +84,8 @@ class LocalEndpoint:
         try:
             from werkzeug.serving import make_server
 
-            from airflow_hetero.local.app import BodyLimit, EndpointApp, RequestGuard, moto_app
-            from airflow_hetero.local.service import TrainingService
+            from airflow_hetero.local.api.app import BodyLimit, EndpointApp, RequestGuard, moto_app
+            from airflow_hetero.local.api.service import TrainingService
 
             fallback = moto_app()
         except ImportError as exc:

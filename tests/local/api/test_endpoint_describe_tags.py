@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from botocore.validate import ParamValidator
-from local_jobkit import put_source, request, unique, wait
+from support.local_jobkit import put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
-from airflow_hetero.local.constraints import service_model
+from airflow_hetero.local.api.constraints import service_model
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ Each CPU figure is the host's CPU time since its previous figure (the first one:
 started) over the wall time in between, so no figure is a "priming" zero. Besides the figures
 every ``interval`` seconds, a host gets its first figure once it has run ``FIRST_FIGURE_AFTER``
 seconds, and when it ends :meth:`MetricsSampler.finish` adds a last CPU figure from the kernel's
-account of its run (:class:`airflow_hetero.local.process.HostUsage`; the kernel's peak-memory
+account of its run (:class:`airflow_hetero.local.host.process.HostUsage`; the kernel's peak-memory
 figure is not used: Linux carries the parent's over fork and exec). So hosts that live shorter
 than one interval, common on a laptop, still report CPU and memory utilisation.
 """
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_hetero.local.process import HostUsage
+    from airflow_hetero.local.host.process import HostUsage
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 #: Seconds a host runs before its first figure (then one every ``interval``).

@@ -13,8 +13,8 @@ import re
 from typing import Any
 
 from airflow_hetero.job.resource_config import HOMOGENEOUS_GROUP, instance_groups, is_hetero
-from airflow_hetero.local.constraints import check_constraints
-from airflow_hetero.local.errors import validation
+from airflow_hetero.local.api.constraints import check_constraints
+from airflow_hetero.local.api.errors import validation
 
 MAX_HOSTS = 254
 """Hosts per job on this endpoint: each gets its own loopback address 127.0.<job>.<host>."""

@@ -4,7 +4,7 @@ The environment is the endpoint's own minus anything that would point the host a
 previous job (``AWS_*``, ``SM_*``, ...), plus fake credentials and ``AWS_ENDPOINT_URL`` (so boto3
 inside a script talks to the endpoint), the request's ``Environment``, the toolkit's ``SM_*``
 block, the launcher variables, and the host-name resolver first on ``PYTHONPATH``
-(:mod:`airflow_hetero.local.hostnames`, copied as ``sitecustomize.py`` by :func:`install_resolver`).
+(:mod:`airflow_hetero.local.host.resolver`, copied as ``sitecustomize.py`` by :func:`install_resolver`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from airflow_hetero.local import hostnames
-from airflow_hetero.local.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY
+from airflow_hetero.local.host import resolver
 
 INHERIT_DROP = ("SM_", "AWS_", "SAGEMAKER_", "AIRFLOW_HETERO_", "TRAINING_JOB_")
 
@@ -25,7 +24,7 @@ INHERIT_DROP = ("SM_", "AWS_", "SAGEMAKER_", "AIRFLOW_HETERO_", "TRAINING_JOB_")
 def install_resolver(directory: Path) -> None:
     """Write the host-name resolver as ``directory/sitecustomize.py``."""
     directory.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(hostnames.__file__, directory / "sitecustomize.py")
+    shutil.copyfile(resolver.__file__, directory / "sitecustomize.py")
 
 
 def command(program: str, args: list[str]) -> list[str]:
@@ -39,6 +38,7 @@ def host_environment(
     *,
     region: str,
     endpoint_url: str,
+    credentials: tuple[str, str],
     request_env: dict[str, str],
     variables: dict[str, str],
     launcher: dict[str, str],
@@ -48,12 +48,16 @@ def host_environment(
     code_dir: Path,
     resolver_dir: Path,
 ) -> dict[str, str]:
-    """The full environment of one host process (``job``: TRAINING_JOB_NAME / TRAINING_JOB_ARN)."""
+    """The full environment of one host process (``job``: TRAINING_JOB_NAME / TRAINING_JOB_ARN).
+
+    ``credentials`` (access key, secret key) are the endpoint's fake ones, with ``endpoint_url``.
+    """
+    access_key, secret_key = credentials
     env = {k: v for k, v in os.environ.items() if not k.startswith(INHERIT_DROP)}
     env.update(
         {
-            "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_KEY,
+            "AWS_ACCESS_KEY_ID": access_key,
+            "AWS_SECRET_ACCESS_KEY": secret_key,
             "AWS_DEFAULT_REGION": region,
             "AWS_REGION": region,
             "AWS_ENDPOINT_URL": endpoint_url,
@@ -66,7 +70,7 @@ def host_environment(
     env.update(
         {
             "SAGEMAKER_BASE_DIR": str(base_dir),
-            hostnames.ADDRESSES_ENV: json.dumps(addresses),
+            resolver.ADDRESSES_ENV: json.dumps(addresses),
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(
                 p for p in (str(resolver_dir), str(code_dir), os.environ.get("PYTHONPATH")) if p

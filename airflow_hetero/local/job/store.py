@@ -21,12 +21,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from airflow_hetero.local.errors import ServiceError
-
 TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
 RECORD_FILE = "job.json"
 log = logging.getLogger(__name__)
 HOSTS_FILE = "hosts.json"
+
+
+class JobExists(Exception):
+    """A record of that name is already stored; ``arn`` is the existing job's."""
+
+    def __init__(self, arn: str) -> None:
+        super().__init__(arn)
+        self.arn = arn
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -99,31 +105,24 @@ class JobStore:
         return self.root / self.key(name)
 
     def create(self, record: dict[str, Any]) -> None:
-        """Store a new record; ``ResourceInUse`` when the name is taken, as SageMaker answers.
+        """Store a new record; :class:`JobExists` when the name is taken (case-insensitively).
 
         The record is known only once its file is written: when the disk is full, nothing is left
-        behind (no directory, no record) and the caller gets ``ResourceLimitExceeded`` saying why.
+        behind (no directory, no record) and the ``OSError`` saying why reaches the caller (the
+        service answers ``ResourceInUse`` and ``ResourceLimitExceeded``, as SageMaker does).
         """
         name = record["TrainingJobName"]
         with self._lock:
             existing = self._records.get(self.key(name))
             if existing is not None:
-                raise ServiceError(
-                    "ResourceInUse",
-                    "Training job names must be unique within an AWS account and region, and a training "
-                    f"job with this name already exists ({existing['TrainingJobArn']})",
-                )
+                raise JobExists(existing["TrainingJobArn"])
             job_dir = self.job_dir(name)
             try:
                 job_dir.mkdir(parents=True, exist_ok=True)
                 _write_json(job_dir / RECORD_FILE, record)
-            except OSError as exc:
+            except OSError:
                 shutil.rmtree(job_dir, ignore_errors=True)
-                raise ServiceError(
-                    "ResourceLimitExceeded",
-                    f"The local endpoint could not record training job {name} in {self.root}: "
-                    f"{exc.strerror or exc}. No job was created; free some space and try again.",
-                ) from exc
+                raise
             self._records[self.key(name)] = record
 
     def get(self, name: str) -> dict[str, Any] | None:

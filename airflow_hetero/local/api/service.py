@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from airflow_hetero.job.resource_config import instance_groups
-from airflow_hetero.local.clients import Clients
-from airflow_hetero.local.errors import ServiceError, not_found, validation
-from airflow_hetero.local.layout import plan_cluster
-from airflow_hetero.local.process import kill_tree
-from airflow_hetero.local.rules import validate_create
-from airflow_hetero.local.runner import JobRunner, RunOptions
-from airflow_hetero.local.store import TERMINAL, JobStore, add_transition, finish
+from airflow_hetero.local.api.errors import ServiceError, not_found, validation
+from airflow_hetero.local.api.request_rules import validate_create
+from airflow_hetero.local.host.process import kill_tree
+from airflow_hetero.local.job.clients import Clients
+from airflow_hetero.local.job.layout import plan_cluster
+from airflow_hetero.local.job.runner import JobRunner, RunOptions
+from airflow_hetero.local.job.store import TERMINAL, JobExists, JobStore, add_transition, finish
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ _DEFAULTS: dict[str, Any] = {
 
 @functools.cache
 def _describe_members() -> frozenset[str]:
-    from airflow_hetero.local.constraints import service_model
+    from airflow_hetero.local.api.constraints import service_model
 
     return frozenset(service_model().operation_model("DescribeTrainingJob").output_shape.members)
 
@@ -152,7 +152,20 @@ class TrainingService:
                     f"with current utilization of {running} Instances and a request delta of {hosts} Instances. "
                     "Wait for running jobs to end, or start the endpoint with a higher --max-hosts.",
                 )
-            self.store.create(record)
+            try:
+                self.store.create(record)
+            except JobExists as exc:
+                raise ServiceError(
+                    "ResourceInUse",
+                    "Training job names must be unique within an AWS account and region, and a training "
+                    f"job with this name already exists ({exc.arn})",
+                ) from None
+            except OSError as exc:
+                raise ServiceError(
+                    "ResourceLimitExceeded",
+                    f"The local endpoint could not record training job {name} in {self.store.root}: "
+                    f"{exc.strerror or exc}. No job was created; free some space and try again.",
+                ) from exc
             self._slots[self.store.key(name)] = slot
             self._hosts_running[self.store.key(name)] = hosts
         try:

@@ -1,6 +1,6 @@
 """One host as a local process: start it in its own process group, read its output, end it.
 
-Every host runs in a new session under :mod:`airflow_hetero.local.hostshim`, a child subreaper, so
+Every host runs in a new session under :mod:`airflow_hetero.local.host.shim`, a child subreaper, so
 every process the entry point starts stays in the host's process tree, even one that called
 ``setsid()``. Stopping the job sends SIGTERM to the group and the tree, as SageMaker does, then
 after a grace period freezes the whole tree (SIGSTOP, so nothing can fork away) and SIGKILLs it.
@@ -30,7 +30,7 @@ from typing import IO, Any
 LineSink = Callable[[str, int], None]
 """Receives each output line and its timestamp in milliseconds."""
 
-SHIM = Path(__file__).with_name("hostshim.py")
+SHIM = Path(__file__).with_name("shim.py")
 #: Rounds of freezing a process tree before it is killed (a tree still growing after this is killed as seen).
 _FREEZE_ROUNDS = 20
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from airflow_hetero.job.resource_config import GroupSpec
-from airflow_hetero.local import smenv
-from airflow_hetero.local.layout import Cluster
+from airflow_hetero.local.host import toolkit_env
+from airflow_hetero.local.job.layout import Cluster
 
-FIXTURE = Path(__file__).parents[1] / "data" / "sagemaker-training-startup-algo-2.log"
+FIXTURE = Path(__file__).parents[2] / "data" / "sagemaker-training-startup-algo-2.log"
 # The request behind the fixture: what the SDK sent (every value JSON-encoded, in this order).
 RAW_HPS = {
     "epochs": "10",
@@ -35,7 +35,7 @@ def _fixture_text() -> str:
 def _fixture_cluster() -> tuple[Cluster, dict[str, object]]:
     env = json.loads(_fixture_text().split("Training Env:")[1].split("Environment variables:")[0])
     groups = [GroupSpec("data_group", "ml.c5.18xlarge", 2), GroupSpec("dnn_group", "ml.p4d.24xlarge", 1)]
-    from airflow_hetero.local.layout import Host
+    from airflow_hetero.local.job.layout import Host
 
     hosts = [
         Host(f"algo-{n}", n, group, itype, f"127.0.1.{n}", Path("/opt/ml"))
@@ -52,7 +52,7 @@ def _fixture_cluster() -> tuple[Cluster, dict[str, object]]:
 def _ours() -> tuple[dict[str, object], dict[str, str]]:
     cluster, _ = _fixture_cluster()
     resource = cluster.resource_config(cluster.hosts[1])
-    env = smenv.training_env(
+    env = toolkit_env.training_env(
         resource=resource,
         data_config=DATA_CONFIG,
         raw_hyperparameters=RAW_HPS,
@@ -60,7 +60,7 @@ def _ours() -> tuple[dict[str, object], dict[str, str]]:
         job_name=None,
         num_cpus=2,
     )
-    return env, smenv.env_vars(env)
+    return env, toolkit_env.env_vars(env)
 
 
 def test_resource_config_matches_fixture() -> None:
@@ -93,7 +93,7 @@ def test_env_var_lines_match_fixture_line_for_line() -> None:
 
 def test_startup_lines_have_one_event_per_variable() -> None:
     env, variables = _ours()
-    lines = smenv.startup_lines(env, variables, ["/usr/bin/python3", "--", "train.py"], "2026-11-30 03:08:00,666")
+    lines = toolkit_env.startup_lines(env, variables, ["/usr/bin/python3", "--", "train.py"], "2026-11-30 03:08:00,666")
     assert lines[2] == "2026-11-30 03:08:00,666 sagemaker-training-toolkit INFO     Invoking user script"
     assert "SM_CURRENT_INSTANCE_GROUP=data_group" in lines
     assert "SM_CURRENT_HOST=algo-2" in lines
@@ -105,7 +105,7 @@ def test_startup_lines_have_one_event_per_variable() -> None:
 def test_distribution_defaults_to_current_group_when_a_strategy_is_on() -> None:
     cluster, _ = _fixture_cluster()
     hps = {"sagemaker_program": '"t.py"', "sagemaker_torch_distributed_enabled": "true"}
-    env = smenv.training_env(
+    env = toolkit_env.training_env(
         resource=cluster.resource_config(cluster.hosts[0]),
         data_config={},
         raw_hyperparameters=hps,
@@ -117,7 +117,7 @@ def test_distribution_defaults_to_current_group_when_a_strategy_is_on() -> None:
     assert env["master_hostname"] == "algo-1"
     assert env["is_master"] is True
     hps_plain = {"sagemaker_program": '"t.py"'}
-    env = smenv.training_env(
+    env = toolkit_env.training_env(
         resource=cluster.resource_config(cluster.hosts[2]),
         data_config={},
         raw_hyperparameters=hps_plain,
@@ -131,7 +131,7 @@ def test_distribution_defaults_to_current_group_when_a_strategy_is_on() -> None:
 
 
 def test_user_args_and_values_follow_the_toolkit() -> None:
-    assert smenv.user_args({"b": True, "a": [1, 2], "lr": 0.1, "d": {"y": 1, "x": 2}}) == [
+    assert toolkit_env.user_args({"b": True, "a": [1, 2], "lr": 0.1, "d": {"y": 1, "x": 2}}) == [
         "-a",
         "[1, 2]",
         "-b",
@@ -141,7 +141,11 @@ def test_user_args_and_values_follow_the_toolkit() -> None:
         "--lr",
         "0.1",
     ]
-    assert smenv.format_value(True) == "true"
-    assert smenv.format_value(None) == ""
-    assert smenv.format_value({"b": 1, "a": "é"}) == '{"a":"\\u00e9","b":1}'
-    assert smenv.decode_hyperparameters({"a": "not json", "b": '"s"', "c": "3"}) == {"a": "not json", "b": "s", "c": 3}
+    assert toolkit_env.format_value(True) == "true"
+    assert toolkit_env.format_value(None) == ""
+    assert toolkit_env.format_value({"b": 1, "a": "é"}) == '{"a":"\\u00e9","b":1}'
+    assert toolkit_env.decode_hyperparameters({"a": "not json", "b": '"s"', "c": "3"}) == {
+        "a": "not json",
+        "b": "s",
+        "c": 3,
+    }

@@ -5,7 +5,7 @@ transition recorded with SageMaker's status message. A host exiting non-zero fai
 others are terminated); StopTrainingJob and MaxRuntimeInSeconds terminate every host (SIGTERM to
 each host's group and tree, then, after one shared grace period, its whole tree is killed) and end
 the job Stopped. A host whose output cannot be recorded (full disk) fails the job. Each output line
-also feeds the job's metric definitions (:mod:`.algometrics`). The hosts' model directories are
+also feeds the job's metric definitions (:mod:`.training_metrics`). The hosts' model directories are
 merged into ``<S3OutputPath>/<job>/output/model.tar.gz``.
 """
 
@@ -21,17 +21,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_hetero.local import smenv
-from airflow_hetero.local.algometrics import MetricMatcher
-from airflow_hetero.local.clients import Clients
-from airflow_hetero.local.hostenv import command, host_environment, install_resolver
-from airflow_hetero.local.layout import Cluster, Host
-from airflow_hetero.local.logship import LogShipper, stream_name
-from airflow_hetero.local.metrics import MetricsSampler
-from airflow_hetero.local.prepare import JobFailure, prepare_hosts
-from airflow_hetero.local.process import HostProcess
-from airflow_hetero.local.store import JobStore, add_transition, finish
-from airflow_hetero.local.transfer import has_files, join_uri, tar_directories, upload
+from airflow_hetero.local.host import toolkit_env
+from airflow_hetero.local.host.launch import command, host_environment, install_resolver
+from airflow_hetero.local.host.process import HostProcess
+from airflow_hetero.local.job.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
+from airflow_hetero.local.job.layout import Cluster, Host
+from airflow_hetero.local.job.logship import LogShipper, stream_name
+from airflow_hetero.local.job.prepare import JobFailure, prepare_hosts
+from airflow_hetero.local.job.store import JobStore, add_transition, finish
+from airflow_hetero.local.job.training_metrics import MetricMatcher
+from airflow_hetero.local.job.transfer import has_files, join_uri, tar_directories, upload
+from airflow_hetero.local.job.utilisation import MetricsSampler
 
 log = logging.getLogger(__name__)
 
@@ -231,16 +231,16 @@ class JobRunner:
         for host in self._cluster.hosts:
             self._check_interrupt()
             data_config = json.loads((host.config_dir / "inputdataconfig.json").read_text(encoding="utf-8"))
-            env_block = smenv.training_env(
+            env_block = toolkit_env.training_env(
                 resource=self._cluster.resource_config(host),
                 data_config=data_config,
                 raw_hyperparameters=record.get("HyperParameters") or {},
                 base_dir=host.base_dir,
                 job_name=self.name,
             )
-            variables = smenv.env_vars(env_block)
-            launcher = smenv.launcher_env(env_block, self._cluster.addresses())
-            argv = command(program, smenv.user_args(env_block["hyperparameters"]))
+            variables = toolkit_env.env_vars(env_block)
+            launcher = toolkit_env.launcher_env(env_block, self._cluster.addresses())
+            argv = command(program, toolkit_env.user_args(env_block["hyperparameters"]))
             stream = stream_name(self.name, host.name, int(time.time()))
             shipper.open_stream(stream)
             proc = HostProcess(
@@ -249,6 +249,7 @@ class JobRunner:
                 env=host_environment(
                     region=self._region,
                     endpoint_url=self._clients.endpoint_url,
+                    credentials=(FAKE_ACCESS_KEY, FAKE_SECRET_KEY),
                     request_env=record.get("Environment") or {},
                     variables=variables,
                     launcher=launcher,
@@ -264,7 +265,7 @@ class JobRunner:
             )
             now = time.time()
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
-            for line in smenv.startup_lines(env_block, variables, argv, stamp):
+            for line in toolkit_env.startup_lines(env_block, variables, argv, stamp):
                 proc.write_line(line)
             pid = proc.start()
             self._procs[host.name] = proc

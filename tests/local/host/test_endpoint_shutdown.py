@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_jobkit import BUCKET, pid_alive, put_source, request, unique
+from support.local_jobkit import BUCKET, pid_alive, put_source, request, unique
 
-from airflow_hetero.local.clients import make_client
+from airflow_hetero.local.job.clients import make_client
 
 pytestmark = pytest.mark.slow
 

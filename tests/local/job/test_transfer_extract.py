@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_hetero.local.transfer import MAX_LINK_HOPS, TransferError, safe_extract
+from airflow_hetero.local.job.transfer import MAX_LINK_HOPS, TransferError, safe_extract
 
 
 def _archive(*members: tuple[str, bytes, str | bytes]) -> bytes:

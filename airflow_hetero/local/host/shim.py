@@ -1,6 +1,6 @@
 """The first process of every host: runs the entry point and keeps every process it starts in reach.
 
-Run as ``python hostshim.py -- COMMAND...`` (stdlib only, imports nothing of the package, so it
+Run as ``python shim.py -- COMMAND...`` (stdlib only, imports nothing of the package, so it
 starts fast). On Linux it makes itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``, no
 privileges needed): a process the entry point starts stays its descendant even after it calls
 ``setsid()`` or double-forks, instead of being re-parented to init. So the endpoint finds every

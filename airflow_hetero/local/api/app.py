@@ -30,10 +30,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from xml.sax.saxutils import escape
 
-from airflow_hetero.local import tagging
-from airflow_hetero.local.clients import DEFAULT_REGION
-from airflow_hetero.local.errors import ServiceError, validation
-from airflow_hetero.local.service import TrainingService
+from airflow_hetero.local.api import tagging
+from airflow_hetero.local.api.errors import ServiceError, validation
+from airflow_hetero.local.api.service import TrainingService
+from airflow_hetero.local.job.clients import DEFAULT_REGION
 
 log = logging.getLogger(__name__)
 

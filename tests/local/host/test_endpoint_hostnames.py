@@ -10,9 +10,10 @@ import tarfile
 from typing import Any
 
 import pytest
-from local_jobkit import put_source, request, unique, wait
+from support.local_jobkit import put_source, request, unique, wait
 
-from airflow_hetero.local import LocalEndpoint, hostnames, smenv
+from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local.host import resolver, toolkit_env
 
 pytestmark = pytest.mark.slow
 
@@ -116,14 +117,14 @@ def test_install_wraps_only_the_named_hosts() -> None:
     saved_name = socket.gethostname
     try:
         table = {"algo-1": "127.0.9.1", "algo-2": "127.0.9.2"}
-        assert hostnames.install({"AIRFLOW_HETERO_HOST_ADDRESSES": json.dumps(table), "SM_CURRENT_HOST": "algo-2"})
+        assert resolver.install({"AIRFLOW_HETERO_HOST_ADDRESSES": json.dumps(table), "SM_CURRENT_HOST": "algo-2"})
         assert socket.gethostbyname("ALGO-1") == "127.0.9.1"
         assert socket.gethostbyname_ex("algo-2") == ("algo-2", [], ["127.0.9.2"])
         assert socket.gethostbyaddr("127.0.9.1")[0] == "algo-1"
         assert socket.getaddrinfo(b"algo-2", 1)[0][4][0] == "127.0.9.2"
         assert socket.gethostbyname("127.0.0.1") == "127.0.0.1"  # anything else resolves as before
         assert socket.gethostname() == "algo-2"
-        assert not hostnames.install({})  # nothing to do without the variable
+        assert not resolver.install({})  # nothing to do without the variable
     finally:
         socket.getaddrinfo, socket.gethostbyname, socket.gethostbyname_ex, socket.gethostbyaddr = saved
         socket.gethostname = saved_name
@@ -137,4 +138,4 @@ def test_launcher_env_is_empty_outside_distributed_strategies() -> None:
         "current_host": "algo-1",
         "master_hostname": "algo-1",
     }
-    assert smenv.launcher_env(env, {"algo-1": "127.0.1.1"}) == {}
+    assert toolkit_env.launcher_env(env, {"algo-1": "127.0.1.1"}) == {}

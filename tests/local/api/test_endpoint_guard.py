@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from local_jobkit import BUCKET, put_source, request, unique, wait
+from support.local_jobkit import BUCKET, put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
-from airflow_hetero.local.app import RequestGuard, allowed_hosts
+from airflow_hetero.local.api.app import RequestGuard, allowed_hosts
 
 pytestmark = pytest.mark.slow
 

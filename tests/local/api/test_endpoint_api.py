@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from local_jobkit import BUCKET, channel, put_source, request, unique, wait
+from support.local_jobkit import BUCKET, channel, put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
 
