@@ -3,5 +3,5 @@
 ``server`` (``LocalEndpoint``, the HTTP server), ``app`` (the WSGI app and its request guard),
 ``service`` (the training-job actions), ``request_rules`` and ``constraints`` (what a
 CreateTrainingJob request may hold), ``tagging`` (the tag actions), ``errors`` (SageMaker-shaped
-refusals). Nothing here runs a host: that is :mod:`airflow_hetero.local.job`.
+refusals). Nothing here runs a host: that is :mod:`airflow_hetero.local.training`.
 """

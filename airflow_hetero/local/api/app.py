@@ -33,7 +33,7 @@ from xml.sax.saxutils import escape
 from airflow_hetero.local.api import tagging
 from airflow_hetero.local.api.errors import ServiceError, validation
 from airflow_hetero.local.api.service import TrainingService
-from airflow_hetero.local.job.clients import DEFAULT_REGION
+from airflow_hetero.local.training.clients import DEFAULT_REGION
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
-from airflow_hetero.local.job.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
-from airflow_hetero.local.job.runner import RunOptions
+from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
+from airflow_hetero.local.training.runner import RunOptions
 
 LOOPBACK = "127.0.0.1"
 

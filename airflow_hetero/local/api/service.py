@@ -26,10 +26,10 @@ from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.local.api.errors import ServiceError, not_found, validation
 from airflow_hetero.local.api.request_rules import validate_create
 from airflow_hetero.local.host.process import kill_tree
-from airflow_hetero.local.job.clients import Clients
-from airflow_hetero.local.job.layout import plan_cluster
-from airflow_hetero.local.job.runner import JobRunner, RunOptions
-from airflow_hetero.local.job.store import TERMINAL, JobExists, JobStore, add_transition, finish
+from airflow_hetero.local.training.clients import Clients
+from airflow_hetero.local.training.layout import plan_cluster
+from airflow_hetero.local.training.runner import JobRunner, RunOptions
+from airflow_hetero.local.training.store import TERMINAL, JobExists, JobStore, add_transition, finish
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_hetero.local.api.constraints import check_constraints
 from airflow_hetero.local.api.errors import not_found, validation
-from airflow_hetero.local.job.store import JobStore
+from airflow_hetero.local.training.store import JobStore
 
 MAX_TAGS = 50
 _TRAINING_JOB_ARN = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:\d{12}:training-job/(.+)$")

@@ -15,8 +15,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from airflow_hetero.job.resource_config import channel_group_names
-from airflow_hetero.local.job.layout import Cluster, create_layout, input_data_config
-from airflow_hetero.local.job.transfer import TransferError, download_channel, fetch, safe_extract
+from airflow_hetero.local.training.layout import Cluster, create_layout, input_data_config
+from airflow_hetero.local.training.transfer import TransferError, download_channel, fetch, safe_extract
 
 CONTAINER_ROOT = "/opt/ml/"
 

@@ -24,14 +24,14 @@ from typing import Any
 from airflow_hetero.local.host import toolkit_env
 from airflow_hetero.local.host.launch import command, host_environment, install_resolver
 from airflow_hetero.local.host.process import HostProcess
-from airflow_hetero.local.job.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
-from airflow_hetero.local.job.layout import Cluster, Host
-from airflow_hetero.local.job.logship import LogShipper, stream_name
-from airflow_hetero.local.job.prepare import JobFailure, prepare_hosts
-from airflow_hetero.local.job.store import JobStore, add_transition, finish
-from airflow_hetero.local.job.training_metrics import MetricMatcher
-from airflow_hetero.local.job.transfer import has_files, join_uri, tar_directories, upload
-from airflow_hetero.local.job.utilisation import MetricsSampler
+from airflow_hetero.local.training.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
+from airflow_hetero.local.training.layout import Cluster, Host
+from airflow_hetero.local.training.logship import LogShipper, stream_name
+from airflow_hetero.local.training.prepare import JobFailure, prepare_hosts
+from airflow_hetero.local.training.store import JobStore, add_transition, finish
+from airflow_hetero.local.training.training_metrics import MetricMatcher
+from airflow_hetero.local.training.transfer import has_files, join_uri, tar_directories, upload
+from airflow_hetero.local.training.utilisation import MetricsSampler
 
 log = logging.getLogger(__name__)
 
