@@ -28,9 +28,9 @@ $(AF2_STAMP): pyproject.toml $(AF2_CONSTRAINTS)
 	$(AF2_BIN)/python -m pip install -q -e '.[dev]' 'apache-airflow==2.11.*' -c $(AF2_CONSTRAINTS)
 	touch $(AF2_STAMP)
 
-$(SDK_STAMP): tests/local/support/sdk-requirements.txt
+$(SDK_STAMP): tests/support/sdk-requirements.txt
 	test -x $(SDK_VENV)/bin/python || $(PYTHON) -m venv $(SDK_VENV)
-	$(SDK_VENV)/bin/python -m pip install -q -r tests/local/support/sdk-requirements.txt
+	$(SDK_VENV)/bin/python -m pip install -q -r tests/support/sdk-requirements.txt
 	touch $(SDK_STAMP)
 
 lint: $(STAMP)

@@ -4,7 +4,7 @@
     python tools/definitions_doc.py --check  # exit 1 when the committed page is stale
 
 The rule examples (``tests/rule_examples.yaml``) are run through the real validator: the
-messages in the page are the ones the code produces. ``tests/test_rules.py`` checks every
+messages in the page are the ones the code produces. ``tests/definition/test_rules.py`` checks every
 example's exact problems.
 """
 

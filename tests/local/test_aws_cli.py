@@ -18,7 +18,7 @@ from support.local_jobkit import wait
 
 from airflow_hetero.cli import main as cli_main
 from airflow_hetero.local import LocalEndpoint
-from airflow_hetero.local.job.transfer import parse_s3_uri
+from airflow_hetero.local.training.transfer import parse_s3_uri
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from support.local_jobkit import BUCKET, pid_alive, put_source, request, unique,
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.cli import register
-from airflow_hetero.local.job.clients import make_client
+from airflow_hetero.local.training.clients import make_client
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from unittest.mock import MagicMock
 
 import pytest
 from support.local_jobkit import BUCKET, ROLE
-from task_logs import record_logs
+from support.task_logs import record_logs
 
 from airflow_hetero._compat import AIRFLOW_V_3
 from airflow_hetero.job.outcome import TrainingJobFailedError, TrainingJobStoppedError

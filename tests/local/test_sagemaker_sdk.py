@@ -1,5 +1,5 @@
 """The SageMaker Python SDK v2, unchanged, against the offline endpoint (in its own venv, .venv-sdk,
-which ``make`` builds from tests/local/support/sdk-requirements.txt because its dependencies clash with
+which ``make`` builds from tests/support/sdk-requirements.txt because its dependencies clash with
 Airflow's): fit with instance groups and logs, analytics, model_data, fit(wait=False) + attach + stop."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_the_sagemaker_sdk_fits_attaches_stops_and_reads_metrics(endpoint: Local
     }
     env.pop("PYTHONPATH", None)
     done = subprocess.run(
-        [str(SDK_PYTHON), str(Path(__file__).parent / "support" / "sdk_client.py"), str(tmp_path)],
+        [str(SDK_PYTHON), str(Path(__file__).parents[1] / "support" / "sdk_client.py"), str(tmp_path)],
         check=False,
         env=env,
         capture_output=True,

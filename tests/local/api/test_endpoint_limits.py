@@ -21,7 +21,7 @@ from support.local_jobkit import BUCKET, channel, pid_alive, put_source, request
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.host.process import HostProcess
-from airflow_hetero.local.job import store
+from airflow_hetero.local.training import store
 
 pytestmark = pytest.mark.slow
 

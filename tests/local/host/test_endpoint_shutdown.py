@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from support.local_jobkit import BUCKET, pid_alive, put_source, request, unique
 
-from airflow_hetero.local.job.clients import make_client
+from airflow_hetero.local.training.clients import make_client
 
 pytestmark = pytest.mark.slow
 

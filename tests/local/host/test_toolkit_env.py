@@ -7,7 +7,7 @@ from pathlib import Path
 
 from airflow_hetero.job.resource_config import GroupSpec
 from airflow_hetero.local.host import toolkit_env
-from airflow_hetero.local.job.layout import Cluster
+from airflow_hetero.local.training.layout import Cluster
 
 FIXTURE = Path(__file__).parents[2] / "data" / "sagemaker-training-startup-algo-2.log"
 # The request behind the fixture: what the SDK sent (every value JSON-encoded, in this order).
@@ -35,7 +35,7 @@ def _fixture_text() -> str:
 def _fixture_cluster() -> tuple[Cluster, dict[str, object]]:
     env = json.loads(_fixture_text().split("Training Env:")[1].split("Environment variables:")[0])
     groups = [GroupSpec("data_group", "ml.c5.18xlarge", 2), GroupSpec("dnn_group", "ml.p4d.24xlarge", 1)]
-    from airflow_hetero.local.job.layout import Host
+    from airflow_hetero.local.training.layout import Host
 
     hosts = [
         Host(f"algo-{n}", n, group, itype, f"127.0.1.{n}", Path("/opt/ml"))

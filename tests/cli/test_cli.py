@@ -1,0 +1,163 @@
+"""The airflow-hetero command: validate and render, offline, with readable errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from airflow_hetero.cli import main
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "dags" / "hetero_retraining" / "job.yaml"
+BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """validate and render must never open a connection."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the CLI tried to use the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_validate_valid_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert "valid (heterogeneous cluster: data_group (2 x ml.c5.xlarge), train_group (1 x ml.g5.xlarge))" in out
+
+
+def test_validate_reports_every_problem_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = dict(BASE, role="SageMakerRole", volume_sise=50)
+    bad["instance_groups"] = [
+        dict(BASE["instance_groups"][0], instance_type="ml.bogus.xlarge"),
+        BASE["instance_groups"][1],
+    ]
+    path = write(tmp_path, "job.yaml", yaml.safe_dump(bad))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3
+    assert err[0].startswith(f"{path}: role: 'SageMakerRole' is not an IAM role ARN")
+    assert err[1].startswith(f"{path}: instance_groups[0].instance_type: 'ml.bogus.xlarge' is not a SageMaker")
+    assert err[2].startswith(f"{path}: volume_sise: unknown field 'volume_sise'; did you mean 'volume_size'?")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("empty.yaml", "", "file is empty"),
+        ("blank.yaml", "# only a comment\n", "file is empty"),
+        (
+            "syntax.yaml",
+            "role: [unclosed\n",
+            "syntax error: line 2, column 1: expected ',' or ']', but got '<stream end>'",
+        ),
+        ("syntax.json", '{"role": ', "syntax error: line 1, column 10: Expecting value"),
+        ("list.yaml", "- a\n- b\n", "top level must be a mapping of fields, not a list"),
+        (
+            "dup.yaml",
+            "role: a\ninputs:\n  a: s3://b/a\ninputs:\n  b: s3://b/b\n",
+            "syntax error: line 4, column 1: duplicate key 'inputs' (the first value would be silently lost)",
+        ),
+        (
+            "dup.json",
+            '{"role": "a", "role": "b"}',
+            "syntax error: duplicate key 'role' (the first value would be silently lost)",
+        ),
+    ],
+)
+def test_validate_bad_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, message: str
+) -> None:
+    path = write(tmp_path, name, text)
+    assert main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == f"{path}: {message}"
+
+
+def test_validate_missing_and_unreadable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(tmp_path / "nope.yaml")]) == 2
+    assert capsys.readouterr().err.strip() == f"{tmp_path / 'nope.yaml'}: file not found"
+    assert main(["validate", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"{tmp_path}: is a directory, not a file"
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    assert main(["validate", str(binary)]) == 2
+    assert "cannot be read" in capsys.readouterr().err
+
+
+def test_validate_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "job.json", json.dumps(dict(BASE, max_wait=10)))
+    assert main(["validate", "--json", str(path)]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report == {
+        "valid": False,
+        "problems": [{"loc": "max_wait", "msg": "only allowed with use_spot_instances: true"}],
+    }
+
+
+def test_render_prints_the_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "job.yaml", yaml.safe_dump(BASE))
+    assert main(["render", str(path), "--job-name", "docs-cluster-1", "--region", "eu-west-1"]) == 0
+    request = json.loads(capsys.readouterr().out)
+    assert request["TrainingJobName"] == "docs-cluster-1"
+    assert request["ResourceConfig"]["InstanceGroups"][1] == {
+        "InstanceGroupName": "instance_group_2",
+        "InstanceType": "ml.p3dn.24xlarge",
+        "InstanceCount": 1,
+    }
+    assert request["AlgorithmSpecification"]["TrainingImage"].startswith("763104351884.dkr.ecr.eu-west-1.")
+    assert request["HyperParameters"]["sagemaker_region"] == '"eu-west-1"'
+
+
+def test_render_default_job_name_is_stable_and_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "job.yaml", yaml.safe_dump(dict(BASE, base_job_name="docs-cluster")))
+    main(["render", str(path)])
+    first = json.loads(capsys.readouterr().out)["TrainingJobName"]
+    main(["render", str(path)])
+    assert json.loads(capsys.readouterr().out)["TrainingJobName"] == first
+    assert first.startswith("docs-cluster-") and len(first) == len("docs-cluster-") + 8
+
+
+def test_render_bad_job_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "job.yaml", yaml.safe_dump(BASE))
+    assert main(["render", str(path), "--job-name", "has_underscore"]) == 2
+    assert "job_name: 'has_underscore' may contain only letters, digits and '-'" in capsys.readouterr().err
+
+
+def test_render_region_without_image(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "job.yaml", yaml.safe_dump(BASE))
+    assert main(["render", str(path), "--job-name", "x1", "--region", "mars-north-1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err == f"{path}: region: no pytorch 1.12 training image is published in region 'mars-north-1'; give image_uri"
+    )
+
+
+def test_instance_types_lists_botocore_enum(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["instance-types"]) == 0
+    names = capsys.readouterr().out.split()
+    assert "ml.p4d.24xlarge" in names and names == sorted(names)
+
+
+def test_console_script_exits_2_without_traceback(tmp_path: Path) -> None:
+    path = write(tmp_path, "job.yaml", "role: x\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "airflow_hetero.cli", "validate", str(path)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert f"{path}: role: 'x' is not an IAM role ARN" in proc.stderr

@@ -1,0 +1,104 @@
+"""Packaging local training code the way the SDK does, plus the runtime helper."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from airflow_hetero.definition.job import load_job
+from airflow_hetero.definition.source import (
+    SourceDirError,
+    needs_upload,
+    package_source_dir,
+    program_name,
+    source_upload_uri,
+    submit_directory,
+    upload_extra_args,
+)
+
+BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
+
+
+def members(blob: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def code(tmp_path: Path) -> Path:
+    root = tmp_path / "code"
+    (root / "pkg" / "__pycache__").mkdir(parents=True)
+    (root / "train.py").write_text("print('hi')\n")
+    (root / "pkg" / "util.py").write_text("X = 1\n")
+    (root / "pkg" / "__pycache__" / "util.cpython-311.pyc").write_bytes(b"\0")
+    return root
+
+
+def test_local_source_dir_is_packed_with_the_runtime_helper(code: Path) -> None:
+    job = load_job(dict(BASE, source_dir="code", output_path="s3://out-bucket/some/prefix"))
+    assert needs_upload(job)
+    assert source_upload_uri(job, "job-1") == "s3://out-bucket/job-1/source/sourcedir.tar.gz"
+    assert submit_directory(job, "job-1") == "s3://out-bucket/job-1/source/sourcedir.tar.gz"
+    files = members(package_source_dir(job, base=code.parent))
+    assert set(files) == {"train.py", "pkg/util.py", "airflow_hetero/__init__.py", "airflow_hetero/runtime.py"}
+    runtime_source = (Path(__file__).parents[2] / "airflow_hetero" / "runtime.py").read_bytes()
+    assert files["airflow_hetero/runtime.py"] == runtime_source
+
+
+def test_shipped_runtime_imports_without_the_package(code: Path, tmp_path: Path) -> None:
+    job = load_job(dict(BASE, source_dir="code"))
+    with tarfile.open(fileobj=io.BytesIO(package_source_dir(job, base=code.parent)), mode="r:gz") as tar:
+        tar.extractall(tmp_path / "extracted", filter="data")
+    probe = "import airflow_hetero.runtime as r, sys; print(r.__file__); print('pydantic' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", probe], cwd=tmp_path / "extracted", capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == [str(tmp_path / "extracted" / "airflow_hetero" / "runtime.py"), "False"]
+
+
+def test_users_own_airflow_hetero_folder_wins(code: Path) -> None:
+    (code / "airflow_hetero").mkdir()
+    (code / "airflow_hetero" / "__init__.py").write_text("MINE = True\n")
+    job = load_job(dict(BASE, source_dir="code"))
+    files = members(package_source_dir(job, base=code.parent))
+    assert files["airflow_hetero/__init__.py"] == b"MINE = True\n"
+    assert "airflow_hetero/runtime.py" not in files
+
+
+def test_entry_point_only_is_packed_at_the_root(code: Path) -> None:
+    definition = {k: v for k, v in BASE.items() if k != "source_dir"} | {"entry_point": "code/train.py"}
+    job = load_job(definition)
+    assert program_name(job) == "train.py"
+    files = members(package_source_dir(job, base=code.parent, include_runtime=False))
+    assert set(files) == {"train.py"}
+
+
+def test_s3_source_dir_needs_no_upload() -> None:
+    job = load_job(BASE)
+    assert not needs_upload(job)
+    assert source_upload_uri(job, "j") is None
+    assert submit_directory(job, "j") == BASE["source_dir"]
+
+
+def test_missing_code_is_a_clear_error(tmp_path: Path) -> None:
+    job = load_job(dict(BASE, source_dir="missing"))
+    with pytest.raises(SourceDirError, match=r"source_dir: '.*missing' does not exist or is not a directory"):
+        package_source_dir(job, base=tmp_path)
+    (tmp_path / "missing").mkdir()
+    with pytest.raises(SourceDirError, match=r"entry_point: 'train\.py' is not a file inside source_dir"):
+        package_source_dir(job, base=tmp_path)
+
+
+def test_upload_is_kms_encrypted_like_the_sdk() -> None:
+    assert upload_extra_args(load_job(BASE)) == {"ServerSideEncryption": "aws:kms"}
+    key = "arn:aws:kms:us-west-2:123456789012:key/k"
+    assert upload_extra_args(load_job(dict(BASE, output_kms_key=key))) == {
+        "ServerSideEncryption": "aws:kms",
+        "SSEKMSKeyId": key,
+    }

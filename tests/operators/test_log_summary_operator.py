@@ -1,0 +1,142 @@
+"""HeteroLogSummaryOperator with mock_aws and a plain context."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+from unittest.mock import MagicMock
+
+import boto3
+import pytest
+from moto import mock_aws
+from support.log_jobs import create_job, put_stream, put_utilization, resource_config_line
+
+from airflow_hetero._compat import AIRFLOW_V_3
+from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
+from airflow_hetero.runtime import format_marker
+
+TYPES = {"data_group": "ml.c5.xlarge", "dnn_group": "ml.p3.2xlarge"}
+LAYOUT = {"data_group": ["algo-2"], "dnn_group": ["algo-3", "algo-1"]}
+
+
+@pytest.fixture
+def job() -> Iterator[str]:
+    with mock_aws():
+        region = {"region_name": "us-east-1"}
+        create_job(
+            boto3.client("sagemaker", **region),
+            "summ",
+            [("data_group", TYPES["data_group"], 1), ("dnn_group", TYPES["dnn_group"], 2)],
+        )
+        logs = boto3.client("logs", **region)
+        put_stream(
+            logs,
+            "summ/algo-2-1700000000",
+            [
+                "SM_CURRENT_HOST=algo-2",
+                "SM_CURRENT_INSTANCE_GROUP=data_group",
+                resource_config_line(LAYOUT, "algo-2", TYPES),
+                "serving batches",
+            ],
+        )
+        put_stream(
+            logs,
+            "summ/algo-1-1700000000",
+            [
+                format_marker("algo-1", "dnn_group", TYPES["dnn_group"]),
+                "Traceback (most recent call last):",
+                '  File "train.py", line 1',
+                "RuntimeError: NCCL error: unhandled system error",
+            ],
+        )
+        put_stream(logs, "summ/algo-3-1700000000", ["worker up"] + [f"line {i}" for i in range(40)])
+        # moto's job trains for 0 s at creation: a datapoint at TrainingStartTime is in the window
+        started = boto3.client("sagemaker", **region).describe_training_job(TrainingJobName="summ")
+        at = started["TrainingStartTime"] + timedelta(minutes=1)
+        put_utilization(boto3.client("cloudwatch", **region), "summ", "algo-1", "GPUUtilization", [12.0], at)
+        yield "summ"
+
+
+def run(**kwargs: Any) -> tuple[dict[str, Any], MagicMock]:
+    ti = MagicMock(dag_id="d", run_id="r", task_id="summary", map_index=-1)
+    operator = HeteroLogSummaryOperator(task_id="summary", aws_conn_id=None, region_name="us-east-1", **kwargs)
+    return operator.execute({"ti": ti}), ti  # type: ignore[arg-type]
+
+
+def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsys: pytest.CaptureFixture[str]) -> None:
+    summary, ti = run(job_name=job, tail_lines=5)
+    json.dumps(summary)
+    assert summary["training_job_name"] == "summ" and summary["status"] == "Completed"
+    assert summary["groups"]["data_group"]["hosts"] == ["algo-2"]
+    assert summary["groups"]["dnn_group"]["hosts"] == ["algo-1", "algo-3"]
+    assert summary["groups"]["dnn_group"]["errors"] == 1
+    assert summary["groups"]["dnn_group"]["tail"]["algo-3"][-1] == "line 39"
+    assert len(summary["groups"]["dnn_group"]["tail"]["algo-3"]) == 5
+    assert summary["api_calls"]["GetMetricData"] == 1
+    pushed = {call.kwargs["key"]: call.kwargs["value"] for call in ti.xcom_push.call_args_list}
+    assert pushed == {
+        "group_data_group": summary["groups"]["data_group"],
+        "group_dnn_group": summary["groups"]["dnn_group"],
+        "verdict": summary["verdict"],
+        # Airflow 3 reads the link's URL from an XCom; Airflow 2 calls get_link instead
+        **(
+            {"_link_InstanceGroupsLink": "/hetero/instance-groups?dag_id=d&run_id=r&task_id=summary&map_index=-1"}
+            if AIRFLOW_V_3
+            else {}
+        ),
+    }
+    assert summary["groups"]["dnn_group"]["utilization"]["gpu"] == {
+        "avg": 12.0,
+        "max": 12.0,
+        "hosts": 1,
+        "datapoints": 1,
+    }
+    logged = capsys.readouterr().out  # the task log (structlog writes to stdout here)
+    assert "Log summary of summ" in logged
+    logs_row, util_row = [line for line in logged.splitlines() if line.startswith("dnn_group ")][:2]
+    assert "algo-1,algo-3" in logs_row and "12/12" in util_row  # logs table, then utilisation table
+    # one GPU datapoint (12 % of ml.p3.2xlarge's one GPU) and no CPU figures: nobody is saturated
+    assert summary["verdict"]["kind"] == "not_saturated"
+    assert "Verdict: No group is saturated (busiest: dnn_group GPUs at 12%)" in logged
+
+
+def test_without_metrics_and_with_a_tight_bound(job: str) -> None:
+    summary, _ = run(job_name=job, include_metrics=False, max_xcom_bytes=2048)
+    assert "GetMetricData" not in summary["api_calls"]
+    assert summary["groups"]["dnn_group"]["utilization"] is None
+    assert len(json.dumps(summary)) <= 2048
+    assert summary["truncated"]["tail"]["lines_dropped"] > 0
+    assert summary["verdict"]["kind"] == "no_data"
+
+
+def test_custom_error_patterns(job: str) -> None:
+    summary, _ = run(job_name=job, error_patterns=[r"^worker up$"], include_metrics=False)
+    assert summary["groups"]["dnn_group"]["errors"] == 1
+    assert summary["groups"]["dnn_group"]["error_samples"][0]["host"] == "algo-3"
+
+
+def test_arguments_are_checked_when_the_dag_is_parsed() -> None:
+    assert HeteroLogSummaryOperator.template_fields == ("job_name",)
+    with pytest.raises(ValueError, match="invalid pattern"):
+        HeteroLogSummaryOperator(task_id="s", job_name="j", error_patterns=["(bad"])
+    with pytest.raises(ValueError, match="tail_lines"):
+        HeteroLogSummaryOperator(task_id="s", job_name="j", tail_lines=-1)
+    with pytest.raises(ValueError, match="max_xcom_bytes"):
+        HeteroLogSummaryOperator(task_id="s", job_name="j", max_xcom_bytes=100)
+    with pytest.raises(ValueError, match="unknown verdict threshold"):
+        HeteroLogSummaryOperator(task_id="s", job_name="j", verdict_thresholds={"busy": 80})
+    with pytest.raises(ValueError, match="idle_percent <= waiting_percent < busy_percent"):
+        HeteroLogSummaryOperator(task_id="s", job_name="j", verdict_thresholds={"waiting_percent": 95})
+    with pytest.raises(ValueError, match="series_points"):
+        HeteroLogSummaryOperator(task_id="s", job_name="j", series_points=0)
+
+
+def test_unknown_job_and_empty_name_fail(job: str) -> None:
+    from botocore.exceptions import ClientError
+
+    with pytest.raises(ClientError):
+        run(job_name="no-such-job")
+    with pytest.raises(ValueError, match="rendered empty"):
+        run(job_name="")

@@ -1,0 +1,10 @@
+"""Helpers shared by the tests, imported as ``support.<module>`` (``tests/`` is on ``sys.path``
+through its ``conftest.py``).
+
+``moto_jobs`` (moto with controllable training jobs, a moto server, AWS connections),
+``fault_proxy`` (a loopback proxy that loses, resets or fails answers), ``log_jobs`` and
+``verdict_jobs`` (jobs with logs and metrics put to moto), ``task_logs`` (a task's log records),
+``png`` (read a screenshot), ``local_jobkit`` (sources, requests and waits for the offline
+endpoint) and ``sdk_client.py`` (run by path in the SageMaker SDK's own venv, built by ``make``
+from ``sdk-requirements.txt``).
+"""
