@@ -134,6 +134,19 @@ def serve(port_file: str, jobs: int) -> None:
 # -- one triggerer ---------------------------------------------------------------------------------
 
 
+def trigger_factory(variant: str, interval: float) -> Callable[[int], Any]:
+    """Trigger number ``i`` of ``variant``: ours, or the Amazon provider's SageMakerTrigger."""
+    if variant.startswith("ours"):
+        from airflow_hetero.triggers import HeteroTrainingTrigger
+
+        return lambda i: HeteroTrainingTrigger(f"bench-{i}", aws_conn_id=CONN_ID, poll_interval=interval)
+    from airflow.providers.amazon.aws.triggers.sagemaker import SageMakerTrigger
+
+    return lambda i: SageMakerTrigger(
+        f"bench-{i}", "training", waiter_delay=int(interval), waiter_max_attempts=10**6, aws_conn_id=CONN_ID
+    )
+
+
 def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dict[str, float]:
     """In this process: start ``jobs`` triggers in one loop, watch them for ``window`` seconds."""
     import asyncio
@@ -155,19 +168,7 @@ def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dic
 
     gc.callbacks.append(on_gc)
 
-    if variant.startswith("ours"):
-        from airflow_hetero.triggers import HeteroTrainingTrigger
-
-        def make(i: int) -> Any:
-            return HeteroTrainingTrigger(f"bench-{i}", aws_conn_id=CONN_ID, poll_interval=interval)
-    else:
-        from airflow.providers.amazon.aws.triggers.sagemaker import SageMakerTrigger
-
-        def make(i: int) -> Any:
-            return SageMakerTrigger(
-                f"bench-{i}", "training", waiter_delay=int(interval), waiter_max_attempts=10**6, aws_conn_id=CONN_ID
-            )
-
+    make = trigger_factory(variant, interval)
     proc = psutil.Process()
 
     async def main() -> dict[str, float]:

@@ -25,7 +25,8 @@ SAMPLE_REGIONS = ("us-west-2", "eu-west-1", "cn-north-1", "us-gov-west-1", "af-s
 INSTANCE_TYPES = {"cpu": "ml.c5.xlarge", "gpu": "ml.p3.2xlarge"}
 
 
-def main() -> None:
+def read_catalogue() -> tuple[dict, set[str]]:
+    """The SDK's training-image configuration for each framework, and the regions it names."""
     catalogue: dict = {"sdk_version": sagemaker.__version__, "frameworks": {}, "hostnames": {}}
     regions: set[str] = set()
     for framework in FRAMEWORKS:
@@ -50,46 +51,56 @@ def main() -> None:
             data = {"hostname": f"ecr.{region}.amazonaws.com"}
         if data:
             catalogue["hostnames"][region] = data["hostname"]
-    out = ROOT / "airflow_hetero" / "definition" / "data" / "dlc_training_images.json"
-    out.write_text(json.dumps(catalogue, indent=1, sort_keys=True) + "\n")
+    return catalogue, regions
 
+
+def sample(framework: str, version: str, py: str | None, processor: str, region: str) -> dict:
+    """One URI as the SDK's ``image_uris.retrieve`` gives it (or the error it raises)."""
+    try:
+        uri = image_uris.retrieve(
+            framework,
+            region,
+            version=version,
+            py_version=py,
+            instance_type=INSTANCE_TYPES[processor],
+            image_scope="training",
+        )
+    except ValueError as err:
+        uri = f"ERROR: {err}"
+    return {
+        "framework": framework,
+        "version": version,
+        "py_version": py,
+        "instance_type": INSTANCE_TYPES[processor],
+        "region": region,
+        "uri": uri,
+    }
+
+
+def read_samples(catalogue: dict) -> list[dict]:
+    """Every version, alias, Python version and processor of the catalogue, in the sample regions."""
     samples = []
     for framework in FRAMEWORKS:
         fw = catalogue["frameworks"][framework]
-        names = list(fw["versions"]) + list(fw["version_aliases"])
-        for version in names:
-            full = fw["version_aliases"].get(version, version)
-            entry = fw["versions"].get(full)
+        for version in list(fw["versions"]) + list(fw["version_aliases"]):
+            entry = fw["versions"].get(fw["version_aliases"].get(version, version))
             if entry is None:
                 continue
             for py in entry.get("py_versions") or [None]:
-                for processor in entry["processors"]:
-                    if processor not in INSTANCE_TYPES:
-                        continue
-                    for region in SAMPLE_REGIONS:
-                        if region not in entry["registries"]:
-                            continue
-                        try:
-                            uri = image_uris.retrieve(
-                                framework,
-                                region,
-                                version=version,
-                                py_version=py,
-                                instance_type=INSTANCE_TYPES[processor],
-                                image_scope="training",
-                            )
-                        except ValueError as err:
-                            uri = f"ERROR: {err}"
-                        samples.append(
-                            {
-                                "framework": framework,
-                                "version": version,
-                                "py_version": py,
-                                "instance_type": INSTANCE_TYPES[processor],
-                                "region": region,
-                                "uri": uri,
-                            }
-                        )
+                for processor in (p for p in entry["processors"] if p in INSTANCE_TYPES):
+                    samples.extend(
+                        sample(framework, version, py, processor, region)
+                        for region in SAMPLE_REGIONS
+                        if region in entry["registries"]
+                    )
+    return samples
+
+
+def main() -> None:
+    catalogue, regions = read_catalogue()
+    out = ROOT / "airflow_hetero" / "definition" / "data" / "dlc_training_images.json"
+    out.write_text(json.dumps(catalogue, indent=1, sort_keys=True) + "\n")
+    samples = read_samples(catalogue)
     (ROOT / "tests" / "data" / "dlc_image_samples.json").write_text(json.dumps(samples, indent=1) + "\n")
     print(f"{len(samples)} samples, {len(regions)} regions, SDK {sagemaker.__version__}")
 
