@@ -5,6 +5,7 @@ The SDK (2.257.7: ``fw_utils.validate_distribution`` and friends, ``Framework._d
 is built and others only when ``fit`` runs; here they are all refused when the definition is
 read, with the field path. Strategies may be combined as the SDK allows (``smdistributed``
 modelparallel with ``mpi`` as its launcher, ``torch_distributed`` with ``smdistributed``, ...).
+The model-parallel ``parameters`` are checked in :mod:`airflow_hetero.definition.model_parallel`.
 
 Pure Python: no pydantic, Airflow, boto3 or botocore.
 """
@@ -423,7 +424,10 @@ def _model_parallel(sdk: Mapping[str, Any]) -> Iterator[Finding]:
             ),
         )
         return
-    yield from _mp_problems(loc, params)
+    from airflow_hetero.definition import model_parallel  # loaded only for a job that enables it
+
+    for parameter, message in model_parallel.problems(params):
+        yield (*loc, parameter), message
 
 
 def uses_smp_image(dist: Mapping[str, Any]) -> bool:
@@ -446,55 +450,6 @@ def _smp_image(raw: Mapping[str, Any], sdk: Mapping[str, Any], framework: Any) -
             "smdistributed-modelparallel:<version>-gpu-<py>-<cuda>), which airflow-hetero does not look up"
         ),
     )
-
-
-MP_CHOICES = {
-    "pipeline": ("simple", "interleaved", "_only_forward"),
-    "placement_strategy": ("spread", "cluster"),
-    "optimize": ("speed", "memory"),
-}
-MP_POSITIVE = ("microbatches", "partitions", "active_microbatches")
-MP_BOOLEANS = ("auto_partition", "contiguous", "load_partition", "horovod", "ddp", "deterministic_server")
-
-
-def _mp_problems(loc: Loc, params: Mapping[str, Any]) -> Iterator[Finding]:
-    for key, choices in MP_CHOICES.items():
-        if key in params and params[key] not in choices:
-            yield (*loc, key), f"must be one of {', '.join(choices)} (got {params[key]!r})"
-    for key in MP_POSITIVE:
-        if key in params and not (isinstance(params[key], int) and params[key] >= 1):
-            yield (*loc, key), f"must be a whole number of at least 1 (got {params[key]!r})"
-    for key in MP_BOOLEANS:
-        if key in params and params[key] not in (True, False):
-            yield (*loc, key), f"must be true or false (got {params[key]!r})"
-    if "partition_file" in params and not isinstance(params["partition_file"], str):
-        yield (*loc, "partition_file"), "must be a string"
-    if params.get("auto_partition") is False and "default_partition" not in params:
-        yield (*loc, "default_partition"), "required when auto_partition is false"
-    if "default_partition" in params:
-        default, partitions = params["default_partition"], params.get("partitions")
-        if not _number(default):
-            yield (*loc, "default_partition"), f"must be a number (got {default!r})"
-        elif "partitions" not in params:
-            yield (*loc, "partitions"), "required with default_partition (the SDK fails without it)"
-        elif _number(partitions) and default >= partitions:
-            yield (*loc, "default_partition"), f"must be less than partitions ({partitions}); got {default}"
-    if "memory_weight" in params:
-        weight = params["memory_weight"]
-        if not (_number(weight) and 0.0 <= weight <= 1.0):
-            yield (*loc, "memory_weight"), f"must be between 0.0 and 1.0 (got {weight!r})"
-    for key in ("ddp_port", "ddp_dist_backend"):
-        if key in params and "ddp" not in params:
-            yield (*loc, key), "needs ddp to be set as well"
-    port = params.get("ddp_port")
-    if "ddp_port" in params and not (isinstance(port, int) and port >= 0):
-        yield (*loc, "ddp_port"), f"invalid port number {port!r}"
-    if params.get("horovod", False) and params.get("ddp", False):
-        yield (*loc, "ddp"), "ddp and horovod cannot both be enabled"
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _version(value: Any) -> tuple[int, ...] | None:

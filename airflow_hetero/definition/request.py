@@ -55,10 +55,41 @@ METRICS_TIME_SERIES_FROM = {"pytorch": (1, 3), "tensorflow": (1, 15)}
 
 
 def build_training_request(job: HeteroTrainingJob, *, job_name: str, region: str) -> dict[str, Any]:
-    """The ``CreateTrainingJob`` keyword arguments for ``job`` submitted as ``job_name`` in ``region``."""
+    """The ``CreateTrainingJob`` keyword arguments for ``job`` submitted as ``job_name`` in ``region``.
+
+    One function per member of the request; an optional member is left out when it is ``None``.
+    """
     problem = naming.check_job_name(job_name)
     if problem:
         raise JobDefinitionError([Problem("job_name", problem)], "invalid training job name")
+    request: dict[str, Any] = {
+        "AlgorithmSpecification": algorithm_specification(job, region),
+        "OutputDataConfig": output_data_config(job),
+        "TrainingJobName": job_name,
+        "StoppingCondition": stopping_condition(job),
+        "ResourceConfig": resource_config(job),
+        "RoleArn": job.role,
+    }
+    optional: dict[str, Any] = {
+        "InputDataConfig": input_data_config(job, job_name) or None,
+        "HyperParameters": sdk_hyperparameters(job, job_name=job_name, region=region) or None,
+        # the SDK sends an empty mapping (and an empty tag list) too
+        "Environment": None if job.environment is None else dict(job.environment),
+        "Tags": None if job.tags is None else [dict(t) for t in job.tags],
+        "VpcConfig": vpc_config(job),
+        "EnableNetworkIsolation": _switched_on(job.enable_network_isolation),
+        "EnableInterContainerTrafficEncryption": _switched_on(job.encrypt_inter_container_traffic),
+        "EnableManagedSpotTraining": _switched_on(job.use_spot_instances),
+        "CheckpointConfig": checkpoint_config(job),
+        "DebugHookConfig": debug_hook_config(job, region),
+        "ProfilerConfig": profiler_config(job, region),
+    }
+    request.update((member, value) for member, value in optional.items() if value is not None)
+    return request
+
+
+def algorithm_specification(job: HeteroTrainingJob, region: str) -> dict[str, Any]:
+    """``AlgorithmSpecification``: the image, File input mode, metric definitions, metrics time series."""
     try:
         image = training_image(job, region)
     except images.ImageLookupError as err:
@@ -68,50 +99,23 @@ def build_training_request(job: HeteroTrainingJob, *, job_name: str, region: str
         algorithm["MetricDefinitions"] = [dict(d) for d in job.metric_definitions]
     if _metrics_time_series(job):
         algorithm["EnableSageMakerMetricsTimeSeries"] = True
+    return algorithm
+
+
+def output_data_config(job: HeteroTrainingJob) -> dict[str, Any]:
+    """``OutputDataConfig``: where the model goes, and the key it is encrypted with."""
     output: dict[str, Any] = {"S3OutputPath": job.output_path}
     if job.output_kms_key:
         output["KmsKeyId"] = job.output_kms_key
+    return output
+
+
+def stopping_condition(job: HeteroTrainingJob) -> dict[str, Any]:
+    """``StoppingCondition``: the run time, and for spot training the wait that includes it."""
     stopping: dict[str, Any] = {"MaxRuntimeInSeconds": job.max_run}
     if job.max_wait is not None:
         stopping["MaxWaitTimeInSeconds"] = job.max_wait
-    request: dict[str, Any] = {
-        "AlgorithmSpecification": algorithm,
-        "OutputDataConfig": output,
-        "TrainingJobName": job_name,
-        "StoppingCondition": stopping,
-        "ResourceConfig": resource_config(job),
-        "RoleArn": job.role,
-    }
-    channels = input_data_config(job, job_name)
-    if channels:
-        request["InputDataConfig"] = channels
-    hyperparameters = sdk_hyperparameters(job, job_name=job_name, region=region)
-    if hyperparameters:
-        request["HyperParameters"] = hyperparameters
-    if job.environment is not None:
-        request["Environment"] = dict(job.environment)  # the SDK sends an empty mapping too
-    if job.tags is not None:
-        request["Tags"] = [dict(t) for t in job.tags]
-    if job.subnets is not None and job.security_group_ids is not None:
-        request["VpcConfig"] = {"Subnets": list(job.subnets), "SecurityGroupIds": list(job.security_group_ids)}
-    if job.enable_network_isolation:
-        request["EnableNetworkIsolation"] = True
-    if job.encrypt_inter_container_traffic:
-        request["EnableInterContainerTrafficEncryption"] = True
-    if job.use_spot_instances:
-        request["EnableManagedSpotTraining"] = True
-    if job.checkpoint_s3_uri:
-        checkpoint = {"S3Uri": job.checkpoint_s3_uri}
-        if job.checkpoint_local_path:
-            checkpoint["LocalPath"] = job.checkpoint_local_path
-        request["CheckpointConfig"] = checkpoint
-    if _debugger_on(job, region):
-        request["DebugHookConfig"] = {"S3OutputPath": job.output_path, "CollectionConfigurations": []}
-    if region in PROFILER_UNSUPPORTED_REGIONS:
-        request["ProfilerConfig"] = {"DisableProfiler": True}
-    else:
-        request["ProfilerConfig"] = {"S3OutputPath": job.output_path, "DisableProfiler": False}
-    return request
+    return stopping
 
 
 def resource_config(job: HeteroTrainingJob) -> dict[str, Any]:
@@ -177,6 +181,42 @@ def _channel(spec: TrainingInput) -> dict[str, Any]:
     if spec.shuffle_config is not None:
         config["ShuffleConfig"] = {"Seed": spec.shuffle_config.seed}
     return config
+
+
+def vpc_config(job: HeteroTrainingJob) -> dict[str, Any] | None:
+    """``VpcConfig``, when the job gives both subnets and security groups."""
+    if job.subnets is None or job.security_group_ids is None:
+        return None
+    return {"Subnets": list(job.subnets), "SecurityGroupIds": list(job.security_group_ids)}
+
+
+def checkpoint_config(job: HeteroTrainingJob) -> dict[str, Any] | None:
+    """``CheckpointConfig``, when the job syncs checkpoints to S3."""
+    if not job.checkpoint_s3_uri:
+        return None
+    checkpoint = {"S3Uri": job.checkpoint_s3_uri}
+    if job.checkpoint_local_path:
+        checkpoint["LocalPath"] = job.checkpoint_local_path
+    return checkpoint
+
+
+def debug_hook_config(job: HeteroTrainingJob, region: str) -> dict[str, Any] | None:
+    """``DebugHookConfig``: the SDK's default debugger hook, where it turns the hook on."""
+    if not _debugger_on(job, region):
+        return None
+    return {"S3OutputPath": job.output_path, "CollectionConfigurations": []}
+
+
+def profiler_config(job: HeteroTrainingJob, region: str) -> dict[str, Any]:
+    """``ProfilerConfig``: always sent; the profiler is off where the SDK does not support it."""
+    if region in PROFILER_UNSUPPORTED_REGIONS:
+        return {"DisableProfiler": True}
+    return {"S3OutputPath": job.output_path, "DisableProfiler": False}
+
+
+def _switched_on(switch: bool) -> bool | None:
+    """The SDK sends its ``Enable*`` switches only when they are on."""
+    return True if switch else None
 
 
 def training_image(job: HeteroTrainingJob, region: str) -> str:

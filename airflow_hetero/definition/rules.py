@@ -43,7 +43,11 @@ def cross_field(raw: Mapping[str, Any]) -> Iterator[Finding]:
     yield from _cluster(raw, groups, names)
     yield from _channels(raw, names)
     yield from distribution_rules.check(raw, groups, names)
-    yield from _code(raw)
+    yield from _framework_fields(raw)
+    yield from _hetero_framework_version(raw)
+    yield from _framework_image(raw)
+    yield from _code_location(raw)
+    yield from _base_job_name(raw)
     yield from _misc(raw)
     yield from _hyperparameters(raw)
 
@@ -131,7 +135,8 @@ def _channels(raw: Mapping[str, Any], names: list[str]) -> Iterator[Finding]:
             yield loc, f"group {', '.join(repr(d) for d in dupes)} listed more than once"
 
 
-def _code(raw: Mapping[str, Any]) -> Iterator[Finding]:
+def _framework_fields(raw: Mapping[str, Any]) -> Iterator[Finding]:
+    """What runs: a framework with its version, Python and script, or an image of its own."""
     framework = raw.get("framework")
     image_uri = raw.get("image_uri")
     if framework is None and image_uri is None:
@@ -145,38 +150,20 @@ def _code(raw: Mapping[str, Any]) -> Iterator[Finding]:
     for field in ("framework_version", "py_version"):
         if raw.get(field) is not None and framework is None:
             yield (field,), "only meaningful with framework (pytorch or tensorflow)"
-    version = raw.get("framework_version")
+
+
+def _hetero_framework_version(raw: Mapping[str, Any]) -> Iterator[Finding]:
+    """A heterogeneous cluster needs a framework version that supports it (HETERO_MINIMUM)."""
+    framework, version = raw.get("framework"), raw.get("framework_version")
     minimum = HETERO_MINIMUM.get(framework) if isinstance(framework, str) else None
-    if raw.get("instance_groups") is not None and isinstance(version, str) and minimum is not None:
-        parsed = version_tuple(version)
-        if parsed is None:
-            yield ("framework_version",), f"'{version}' is not a version number such as '1.13.1'"
-        elif parsed < minimum:
-            floor = ".".join(map(str, minimum))
-            yield ("framework_version",), (f"heterogeneous clusters need {framework} {floor} or newer (got {version})")
-    yield from _framework_image(raw)
-    entry, source = raw.get("entry_point"), raw.get("source_dir")
-    if isinstance(entry, str) and isinstance(source, str):
-        parts = entry.replace("\\", "/").split("/")
-        if entry.startswith("/") or ".." in parts or entry.lower().startswith("s3://"):
-            yield ("entry_point",), (f"'{entry}' must be a path relative to source_dir (no leading '/', no '..')")
-    if isinstance(source, str) and source.lower().startswith("s3://") and not source.endswith(".tar.gz"):
-        yield ("source_dir",), f"'{source}' must point to a .tar.gz file when it is an S3 URI"
-    output = raw.get("output_path")
-    local_code = entry is not None and not (isinstance(source, str) and source.lower().startswith("s3://"))
-    if local_code and isinstance(output, str) and output.lower().startswith("https://"):
-        yield (
-            ("output_path",),
-            (
-                "local code is uploaded to the output bucket, so give output_path as s3://bucket/prefix "
-                "(or put the code in S3 and set source_dir to its .tar.gz)"
-            ),
-        )
-    base = raw.get("base_job_name")
-    if isinstance(base, str):
-        problem = check_base_job_name(base)
-        if problem:
-            yield ("base_job_name",), problem
+    if raw.get("instance_groups") is None or not isinstance(version, str) or minimum is None:
+        return
+    parsed = version_tuple(version)
+    if parsed is None:
+        yield ("framework_version",), f"'{version}' is not a version number such as '1.13.1'"
+    elif parsed < minimum:
+        floor = ".".join(map(str, minimum))
+        yield ("framework_version",), (f"heterogeneous clusters need {framework} {floor} or newer (got {version})")
 
 
 def _framework_image(raw: Mapping[str, Any]) -> Iterator[Finding]:
@@ -197,6 +184,35 @@ def _framework_image(raw: Mapping[str, Any]) -> Iterator[Finding]:
                 check_py_version(str(framework), version, py)
             except ImageLookupError as err:
                 yield ("py_version",), str(err)
+
+
+def _code_location(raw: Mapping[str, Any]) -> Iterator[Finding]:
+    """Where the script lives: inside source_dir, a .tar.gz in S3, or local code uploaded to output_path."""
+    entry, source = raw.get("entry_point"), raw.get("source_dir")
+    if isinstance(entry, str) and isinstance(source, str):
+        parts = entry.replace("\\", "/").split("/")
+        if entry.startswith("/") or ".." in parts or entry.lower().startswith("s3://"):
+            yield ("entry_point",), (f"'{entry}' must be a path relative to source_dir (no leading '/', no '..')")
+    if isinstance(source, str) and source.lower().startswith("s3://") and not source.endswith(".tar.gz"):
+        yield ("source_dir",), f"'{source}' must point to a .tar.gz file when it is an S3 URI"
+    output = raw.get("output_path")
+    local_code = entry is not None and not (isinstance(source, str) and source.lower().startswith("s3://"))
+    if local_code and isinstance(output, str) and output.lower().startswith("https://"):
+        yield (
+            ("output_path",),
+            (
+                "local code is uploaded to the output bucket, so give output_path as s3://bucket/prefix "
+                "(or put the code in S3 and set source_dir to its .tar.gz)"
+            ),
+        )
+
+
+def _base_job_name(raw: Mapping[str, Any]) -> Iterator[Finding]:
+    base = raw.get("base_job_name")
+    if isinstance(base, str):
+        problem = check_base_job_name(base)
+        if problem:
+            yield ("base_job_name",), problem
 
 
 def _misc(raw: Mapping[str, Any]) -> Iterator[Finding]:
