@@ -155,7 +155,7 @@ def test_series_points_and_the_size_bound(aws: dict[str, Any]) -> None:
 def test_the_docs_show_what_the_task_log_prints(aws: dict[str, Any]) -> None:
     from pathlib import Path
 
-    from verdict_jobs import data_bound_with_jitter
+    from support.verdict_jobs import data_bound_with_jitter
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "instance-groups.md").read_text()
     shown = page.split("The task log shows the per-group table and then:\n\n```text\n", 1)[1].split("```", 1)[0]
