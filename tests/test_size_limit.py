@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from airflow_hetero.logs.limits import enforce_size_limit, json_size
 from airflow_hetero.logs.series import group_series
+from airflow_hetero.logs.size_limit import enforce_size_limit, json_size
 
 
 def _line(rng: random.Random, longest: int) -> str:

@@ -10,7 +10,7 @@ GPU summed over the instance's devices). The shape is compact and self-describin
      "points": 10, "cpu": {"avg": [12.5, ...], "max": [20, ...]}, "gpu": {...}}
 
 Empty buckets are ``null``. :func:`halve` merges neighbouring buckets when the size bound in
-:mod:`airflow_hetero.logs.limits` needs room.
+:mod:`airflow_hetero.logs.size_limit` needs room.
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from typing import Any
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.logs.cloudwatch import ApiCalls, counted_call, metric_period, read_job_logs, read_utilization
-from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 from airflow_hetero.logs.line_rules import LineRules
 from airflow_hetero.logs.mapping import resolve_mapping
 from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS, group_series
+from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 from airflow_hetero.logs.streams import DEFAULT_MAX_ERROR_SAMPLES, LOG_GROUP, StreamLog, host_from_stream
 from airflow_hetero.logs.summary import TERMINAL_STATUSES, build_summary, training_window
 from airflow_hetero.logs.verdict import Thresholds, judge

@@ -2,8 +2,8 @@
 
 Inputs are already read: :class:`airflow_hetero.logs.streams.StreamLog` objects (one per log stream), the
 DescribeTrainingJob answer and utilisation datapoints. The output is a plain JSON-serialisable dict
-(the XCom ``return_value``); :mod:`airflow_hetero.logs.limits` bounds its size and renders the
-table for the task log. No Airflow, boto3 or botocore here.
+(the XCom ``return_value``); :mod:`airflow_hetero.logs.size_limit` bounds its size and
+:mod:`airflow_hetero.logs.table` renders it for the task log. No Airflow, boto3 or botocore here.
 """
 
 from __future__ import annotations

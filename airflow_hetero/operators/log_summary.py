@@ -7,7 +7,7 @@ training operator). ``return_value`` is the whole summary; each group's part is 
 (:mod:`airflow_hetero.logs.verdict`) as ``verdict``.
 
 Importing this module loads nothing beyond ``airflow.sdk``, the small
-:mod:`airflow_hetero.logs.limits` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
+:mod:`airflow_hetero.logs.size_limit` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
 checked at parse time) and the view's link: the log parser (only for custom ``error_patterns``), the
 hook, boto3 and the Amazon provider are imported when they are needed.
 """
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseOperator
 from airflow_hetero.links.instance_groups import InstanceGroupsLink
-from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
+from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 from airflow_hetero.logs.verdict import Thresholds
 
 #: XCom key of the verdict (also inside ``return_value`` as ``verdict``).
@@ -99,9 +99,9 @@ class HeteroLogSummaryOperator(BaseOperator):
         return the whole summary."""
         from airflow_hetero.hooks.training import HeteroTrainingHook
         from airflow_hetero.links.instance_groups import persist_instance_groups_link
-        from airflow_hetero.logs.limits import format_table
         from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
         from airflow_hetero.logs.summarize import summarize_training_job
+        from airflow_hetero.logs.table import format_table
         from airflow_hetero.logs.verdict import format_verdict
 
         if not self.job_name:
