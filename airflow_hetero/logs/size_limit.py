@@ -1,13 +1,14 @@
 """Bound a summary's size as XCom stores it (JSON), cutting in a fixed order (pure).
 
-The size bound cuts in a fixed order: utilisation series beyond a third of the bound first (halved,
-never below a few points), then tails (long lines, then fewer lines per host), then error samples
-(long lines, then fewer samples), then the timeline's messages, the problem list and the unmapped
-host list, then the series themselves and the verdict's details, then the per-host lists of every
-group (hosts, streams, mapping sources, tails) down to a few entries each, and at the very end
-everything but the job's status and counts. Any number of hosts and streams fits;
-``summary["truncated"]`` says what was cut; nothing is cut silently, and no summary is refused for
-its size.
+The order is :data:`CUTTING_ORDER`, a table that :func:`enforce_size_limit` walks until the JSON
+fits: utilisation series beyond a third of the bound first (halved, never below a few points), then
+tails (long lines, then fewer lines per host), then error samples (long lines, then fewer samples),
+then the timeline's messages, the problem list and the unmapped host list, then the series
+themselves and the verdict's details, then the per-host lists of every group (hosts, streams,
+mapping sources, tails) down to a few entries each, and at the very end everything but the job's
+status and counts (:class:`~airflow_hetero.logs.shape.SummarySkeleton`). Any number of hosts and
+streams fits; ``summary["truncated"]`` says what was cut; nothing is cut silently, and no summary
+is refused for its size.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, cast
+
+from airflow_hetero.logs.shape import BoundedSummary, LogSummary, SummarySkeleton, Truncated
+
+__all__ = ["CUTTING_ORDER", "DEFAULT_MAX_XCOM_BYTES", "MIN_MAX_XCOM_BYTES", "Cut", "enforce_size_limit", "json_size"]
 
 #: Default bound: well under common XCom backends' limits (the DB backend stores tens of KB happily).
 DEFAULT_MAX_XCOM_BYTES = 48 * 1024
@@ -28,21 +35,121 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, default=str))
 
 
-def _sections(summary: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """The group dicts and the unmapped-host section: everything that has tails and samples."""
-    yield from summary.get("groups", {}).values()
-    if summary.get("unmapped"):
-        yield summary["unmapped"]
+@dataclass
+class _Cutting:
+    """The copy being cut (a plain JSON tree: the cuts reach into it by key), its bound and its notes."""
+
+    out: dict[str, Any]
+    max_bytes: int
+    bytes_before: int
+    truncated: Truncated = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.truncated = {"bytes_before": self.bytes_before, "max_xcom_bytes": self.max_bytes}
+        self.out["truncated"] = self.truncated
+
+    def fits(self) -> bool:
+        """Whether the copy fits now; ``bytes_after`` says its size."""
+        truncated = self.truncated
+        for _ in range(3):  # bytes_after counts its own digits: settle the number
+            size = json_size(self.out)
+            if truncated.get("bytes_after") == size:
+                break
+            truncated["bytes_after"] = size
+        return truncated["bytes_after"] <= self.max_bytes
+
+    def other(self, note: str) -> None:
+        """Record a cut under ``truncated["other"]`` (which the first such cut creates)."""
+        self.truncated.setdefault("other", []).append(note)
+
+    def sections(self) -> Iterator[dict[str, Any]]:
+        """The group dicts and the unmapped-host section: everything that has tails and samples."""
+        yield from self.out.get("groups", {}).values()
+        if self.out.get("unmapped"):
+            yield self.out["unmapped"]
+
+    def series_groups(self) -> list[dict[str, Any]]:
+        return [g for g in self.out.get("groups", {}).values() if g.get("series")]
+
+
+#: How a step cuts: in rounds, yielding after each round whose result is to be measured; the walk
+#: stops at the first measurement that fits.
+Rounds = Callable[[_Cutting], Iterator[None]]
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One step of the cutting order: what is cut, how (:data:`Rounds`), where ``truncated`` says so."""
+
+    what: str
+    how: Rounds
+    note: str
+
+
+def enforce_size_limit(summary: LogSummary, max_bytes: int = DEFAULT_MAX_XCOM_BYTES) -> BoundedSummary:
+    """A copy of ``summary`` whose JSON is at most ``max_bytes``, with ``truncated`` saying what was cut.
+
+    The steps of :data:`CUTTING_ORDER` are taken in turn until it fits; when none is enough, the
+    skeleton. Raises ValueError only when ``max_bytes`` is below :data:`MIN_MAX_XCOM_BYTES`; any
+    summary fits.
+    """
+    if max_bytes < MIN_MAX_XCOM_BYTES:
+        raise ValueError(f"max_xcom_bytes must be at least {MIN_MAX_XCOM_BYTES}, got {max_bytes}")
+    before = json_size(summary)
+    if before <= max_bytes:
+        return summary
+    cutting = _Cutting(cast(dict[str, Any], copy.deepcopy(summary)), max_bytes, before)
+    for step in CUTTING_ORDER:
+        for _ in step.how(cutting):
+            if cutting.fits():
+                return cast(LogSummary, cutting.out)
+    return _skeleton(cutting.out, cutting.truncated)
 
 
 def _cut_line(line: str, chars: int) -> str:
     return line if len(line) <= chars else f"{line[:chars]}... [cut]"
 
 
-def _shrink_tails(summary: dict[str, Any], lines: int, chars: int) -> int:
+def _halvings(start: int) -> list[int]:
+    """start/2, start/4, ..., 1, 0."""
+    out, value = [], start
+    while value > 1:
+        value //= 2
+        out.append(max(value, 1))
+    return [*dict.fromkeys(out), 0]
+
+
+def _halve_series(cutting: _Cutting, groups: list[dict[str, Any]]) -> bool:
+    """Halve every group's series that is above :data:`~airflow_hetero.logs.series.MIN_SERIES_POINTS`;
+    False (and nothing halved) when none is."""
+    from airflow_hetero.logs.series import MIN_SERIES_POINTS, halve  # only when there is something to cut
+
+    if all(int(g["series"]["points"]) <= MIN_SERIES_POINTS for g in groups):
+        return False
+    for group in groups:
+        if int(group["series"]["points"]) > MIN_SERIES_POINTS:
+            group["series"] = halve(group["series"])
+    cutting.truncated["series"] = {"points_per_group": max(int(g["series"]["points"]) for g in groups)}
+    return True
+
+
+def _series_to_a_share(cutting: _Cutting, share: int) -> Iterator[None]:
+    """Halve the series until they take at most 1/``share`` of the bound; measured only if they do."""
+    groups = cutting.series_groups()
+
+    def small() -> bool:
+        return sum(json_size(g["series"]) for g in groups) <= cutting.max_bytes // share
+
+    while groups and not small() and _halve_series(cutting, groups):
+        pass
+    if small():
+        yield
+
+
+def _shrink_tails(cutting: _Cutting, lines: int, chars: int) -> int:
     """Keep the last ``lines`` lines per host, each at most ``chars`` long; return lines dropped."""
     dropped = 0
-    for section in _sections(summary):
+    for section in cutting.sections():
         for host, tail in section.get("tail", {}).items():
             keep = tail[-lines:] if lines > 0 else []
             dropped += len(tail) - len(keep)
@@ -50,10 +157,20 @@ def _shrink_tails(summary: dict[str, Any], lines: int, chars: int) -> int:
     return dropped
 
 
-def _shrink_samples(summary: dict[str, Any], count: int, chars: int) -> int:
+def _tails(cutting: _Cutting, first_chars: int, chars: int) -> Iterator[None]:
+    """Lines over ``first_chars`` cut; then lines over ``chars``, and half the lines per host, and so on to none."""
+    most = max((len(t) for s in cutting.sections() for t in s.get("tail", {}).values()), default=0)
+    dropped = 0
+    for lines, line_chars in [(most, first_chars), *((n, chars) for n in _halvings(most))]:
+        dropped += _shrink_tails(cutting, lines, line_chars)
+        cutting.truncated["tail"] = {"lines_per_host": lines, "line_chars": line_chars, "lines_dropped": dropped}
+        yield
+
+
+def _shrink_samples(cutting: _Cutting, count: int, chars: int) -> int:
     """Keep the first ``count`` error samples per group, lines at most ``chars``; return samples dropped."""
     dropped = 0
-    for section in _sections(summary):
+    for section in cutting.sections():
         samples = section.get("error_samples", [])
         keep = samples[:count]
         dropped += len(samples) - len(keep)
@@ -65,117 +182,67 @@ def _shrink_samples(summary: dict[str, Any], count: int, chars: int) -> int:
     return dropped
 
 
-def _series_size(summary: dict[str, Any]) -> int:
-    return sum(json_size(g.get("series")) for g in summary.get("groups", {}).values() if g.get("series"))
+def _samples(cutting: _Cutting, first_chars: int, chars: int) -> Iterator[None]:
+    """Like :func:`_tails`, for the error samples of each group."""
+    most = max((len(s.get("error_samples", [])) for s in cutting.sections()), default=0)
+    dropped = 0
+    for count, line_chars in [(most, first_chars), *((n, chars) for n in _halvings(most))]:
+        dropped += _shrink_samples(cutting, count, line_chars)
+        cutting.truncated["error_samples"] = {"per_group": count, "line_chars": line_chars, "dropped": dropped}
+        yield
 
 
-def _shrink_series(summary: dict[str, Any], truncated: dict[str, Any], done: Callable[[], bool], *, drop: bool) -> bool:
-    """Halve every group's series until ``done()`` (not below
-    :data:`airflow_hetero.logs.series.MIN_SERIES_POINTS`; with ``drop`` the series go when that is
-    not enough). Returns ``done()``."""
-    from airflow_hetero.logs.series import MIN_SERIES_POINTS, halve  # only when there is something to cut
+def _timeline_messages(cutting: _Cutting) -> Iterator[None]:
+    for item in cutting.out.get("timeline") or ():
+        item["message"] = None
+    cutting.other("timeline messages")
+    yield
 
-    groups = [g for g in summary.get("groups", {}).values() if g.get("series")]
-    while groups and not done():
-        if all(int(g["series"]["points"]) <= MIN_SERIES_POINTS for g in groups):
-            if not drop:
-                break
+
+def _problems(cutting: _Cutting, keep: int) -> Iterator[None]:
+    problems = cutting.out.get("problems") or []
+    if len(problems) > keep:
+        cutting.other(f"problems ({len(problems) - keep} of {len(problems)} dropped)")
+        cutting.out["problems_total"] = len(problems)
+        cutting.out["problems"] = problems[:keep]
+        yield
+
+
+def _unmapped_hosts(cutting: _Cutting, keep: int) -> Iterator[None]:
+    out = cutting.out
+    hosts = out.get("unmapped_hosts") or []
+    if len(hosts) > keep:
+        cutting.other(f"unmapped_hosts ({len(hosts) - keep} of {len(hosts)} dropped)")
+        out["unmapped_hosts_total"] = len(hosts)
+        out["unmapped_hosts"] = hosts[:keep]
+        if out.get("unmapped"):
+            out["unmapped"]["hosts"] = hosts[:keep]
+        yield
+
+
+def _series_then_none(cutting: _Cutting) -> Iterator[None]:
+    """Halve the series down to the minimum, measuring before each halving; then drop them all."""
+    groups = cutting.series_groups()
+    while groups:
+        yield
+        if not _halve_series(cutting, groups):
             for group in groups:
                 group["series"] = None
-            truncated["series"] = {"dropped": True}
+            cutting.truncated["series"] = {"dropped": True}
             break
-        for group in groups:
-            if int(group["series"]["points"]) > MIN_SERIES_POINTS:
-                group["series"] = halve(group["series"])
-        truncated["series"] = {"points_per_group": max(int(g["series"]["points"]) for g in groups)}
-    return done()
+    yield
 
 
-def _steps(start: int) -> list[int]:
-    """start, start/2, start/4, ..., 1, 0."""
-    out, value = [], start
-    while value > 1:
-        value //= 2
-        out.append(max(value, 1))
-    return [*dict.fromkeys(out), 0]
+#: The verdict's keys kept when its details are cut.
+_VERDICT_HEADLINE = ("kind", "bottleneck", "message", "suggestion", "waiting_share")
 
 
-def enforce_size_limit(summary: dict[str, Any], max_bytes: int = DEFAULT_MAX_XCOM_BYTES) -> dict[str, Any]:
-    """A copy of ``summary`` whose JSON is at most ``max_bytes``, with ``truncated`` saying what was cut.
-
-    Raises ValueError only when ``max_bytes`` is below :data:`MIN_MAX_XCOM_BYTES`; any summary fits.
-    """
-    if max_bytes < MIN_MAX_XCOM_BYTES:
-        raise ValueError(f"max_xcom_bytes must be at least {MIN_MAX_XCOM_BYTES}, got {max_bytes}")
-    before = json_size(summary)
-    if before <= max_bytes:
-        return summary
-    out = copy.deepcopy(summary)
-    truncated: dict[str, Any] = {"bytes_before": before, "max_xcom_bytes": max_bytes}
-    out["truncated"] = truncated
-
-    def fits() -> bool:
-        for _ in range(3):  # bytes_after counts its own digits: settle the number
-            size = json_size(out)
-            if truncated.get("bytes_after") == size:
-                break
-            truncated["bytes_after"] = size
-        return int(truncated["bytes_after"]) <= max_bytes
-
-    if _shrink_series(out, truncated, lambda: _series_size(out) <= max_bytes // 3, drop=False) and fits():
-        return out
-    most_tail = max((len(t) for s in _sections(out) for t in s.get("tail", {}).values()), default=0)
-    most_samples = max((len(s.get("error_samples", [])) for s in _sections(out)), default=0)
-    tail_dropped = 0
-    for lines, chars in [(most_tail, 300), *((n, 200) for n in _steps(most_tail))]:
-        tail_dropped += _shrink_tails(out, lines, chars)
-        truncated["tail"] = {"lines_per_host": lines, "line_chars": chars, "lines_dropped": tail_dropped}
-        if fits():
-            return out
-    samples_dropped = 0
-    for count, chars in [(most_samples, 300), *((n, 160) for n in _steps(most_samples))]:
-        samples_dropped += _shrink_samples(out, count, chars)
-        truncated["error_samples"] = {"per_group": count, "line_chars": chars, "dropped": samples_dropped}
-        if fits():
-            return out
-    other: list[str] = []
-    truncated["other"] = other
-    for item in out.get("timeline") or ():
-        item["message"] = None
-    other.append("timeline messages")
-    if fits():
-        return out
-    if len(out.get("problems") or ()) > 3:
-        other.append(f"problems ({len(out['problems']) - 3} of {len(out['problems'])} dropped)")
-        out["problems_total"] = len(out["problems"])
-        out["problems"] = out["problems"][:3]
-        if fits():
-            return out
-    for key in ("unmapped_hosts",):
-        hosts = out.get(key) or []
-        if len(hosts) > 10:
-            other.append(f"{key} ({len(hosts) - 10} of {len(hosts)} dropped)")
-            out[f"{key}_total"] = len(hosts)
-            out[key] = hosts[:10]
-            if out.get("unmapped"):
-                out["unmapped"]["hosts"] = hosts[:10]
-            if fits():
-                return out
-    if _shrink_series(out, truncated, fits, drop=True):
-        return out
-    if isinstance(out.get("verdict"), dict) and out["verdict"].get("groups"):
-        headline = ("kind", "bottleneck", "message", "suggestion", "waiting_share")
-        out["verdict"] = {key: out["verdict"][key] for key in headline if out["verdict"].get(key) is not None}
-        other.append("verdict details (per group, notes, thresholds)")
-        if fits():
-            return out
-    for keep in (64, 16, 4, 1, 0):
-        cut = _cut_host_lists(out, keep)
-        if cut:
-            other.append(f"{len(cut)} per-host lists cut to {keep} entries (each list's full length in <key>_total)")
-        if fits():
-            return out
-    return _skeleton(out, truncated)
+def _verdict_details(cutting: _Cutting) -> Iterator[None]:
+    verdict = cutting.out.get("verdict")
+    if isinstance(verdict, dict) and verdict.get("groups"):
+        cutting.out["verdict"] = {key: verdict[key] for key in _VERDICT_HEADLINE if verdict.get(key) is not None}
+        cutting.other("verdict details (per group, notes, thresholds)")
+        yield
 
 
 #: Lists and mappings of a section that grow with the number of hosts and streams.
@@ -204,17 +271,75 @@ def _cut_host_lists(summary: dict[str, Any], keep: int) -> list[str]:
     return cut
 
 
-def _skeleton(summary: dict[str, Any], truncated: dict[str, Any]) -> dict[str, Any]:
+def _host_lists(cutting: _Cutting, keeps: tuple[int, ...]) -> Iterator[None]:
+    for keep in keeps:
+        cut = _cut_host_lists(cutting.out, keep)
+        if cut:
+            cutting.other(f"{len(cut)} per-host lists cut to {keep} entries (each list's full length in <key>_total)")
+        yield
+
+
+#: The cutting order, walked by :func:`enforce_size_limit` until the summary fits. Counters,
+#: metrics and utilisation are never cut; when every step is not enough, the skeleton is left.
+CUTTING_ORDER: tuple[Cut, ...] = (
+    Cut(
+        "utilisation series, halved while they take more than a third of the bound (not below MIN_SERIES_POINTS)",
+        partial(_series_to_a_share, share=3),
+        "series.points_per_group",
+    ),
+    Cut(
+        "tails: lines over 300 characters, then lines over 200 and half the lines per host, down to none",
+        partial(_tails, first_chars=300, chars=200),
+        "tail: lines_per_host, line_chars, lines_dropped",
+    ),
+    Cut(
+        "error samples: lines over 300 characters, then lines over 160 and half the samples per group, down to none",
+        partial(_samples, first_chars=300, chars=160),
+        "error_samples: per_group, line_chars, dropped",
+    ),
+    Cut("the timeline's messages", _timeline_messages, "other: timeline messages"),
+    Cut("problems beyond the first 3", partial(_problems, keep=3), "other: problems (n of m dropped); problems_total"),
+    Cut(
+        "unmapped hosts beyond the first 10",
+        partial(_unmapped_hosts, keep=10),
+        "other: unmapped_hosts (n of m dropped); unmapped_hosts_total",
+    ),
+    Cut(
+        "utilisation series, halved down to MIN_SERIES_POINTS, then dropped",
+        _series_then_none,
+        "series.points_per_group, then series.dropped",
+    ),
+    Cut(
+        "the verdict's details (per group, notes, thresholds): its headline stays",
+        _verdict_details,
+        "other: verdict details",
+    ),
+    Cut(
+        "every per-host list (hosts, log_streams, mapped_by, tail; unmapped_hosts, problems) to 64, 16, 4, 1, "
+        "0 entries",
+        partial(_host_lists, keeps=(64, 16, 4, 1, 0)),
+        "other: per-host lists cut to n entries; <key>_total",
+    ),
+)
+
+
+def _skeleton(summary: dict[str, Any], truncated: Truncated) -> SummarySkeleton:
     """The job's status and counts only: what is left when even the cut summary is too big."""
-    keys = ("training_job_name", "status", "secondary_status", "partial", "errors", "warnings")
-    out: dict[str, Any] = {key: summary.get(key) for key in keys}
-    out["failure_reason"] = str(summary.get("failure_reason") or "")[:300] or None
-    out["groups"] = {
-        str(name)[:64]: {"instance_count": g.get("instance_count"), "errors": g.get("errors")}
-        for name, g in list(summary.get("groups", {}).items())[:5]
+    out: SummarySkeleton = {
+        "training_job_name": summary.get("training_job_name"),
+        "status": summary.get("status"),
+        "secondary_status": summary.get("secondary_status"),
+        "partial": summary.get("partial"),
+        "errors": summary.get("errors"),
+        "warnings": summary.get("warnings"),
+        "failure_reason": str(summary.get("failure_reason") or "")[:300] or None,
+        "groups": {
+            str(name)[:64]: {"instance_count": g.get("instance_count"), "errors": g.get("errors")}
+            for name, g in list(summary.get("groups", {}).items())[:5]
+        },
+        "truncated": truncated,
     }
     truncated["other"] = [*truncated.get("other", [])[-3:], "everything but the job's status and counts"]
-    out["truncated"] = truncated
     for _ in range(3):  # bytes_after counts its own digits
         truncated["bytes_after"] = json_size(out)
     return out

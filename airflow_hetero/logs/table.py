@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
+from airflow_hetero.logs.shape import BoundedSummary, UnmappedSection, UtilizationStat
 from airflow_hetero.logs.text import strip_control
 
 _UTIL_KEYS = ("cpu", "memory", "gpu", "gpu_memory")
@@ -19,13 +21,13 @@ def _percent(value: float | None) -> str:
     return f"{value:.1f}" if abs(value) >= 1 else f"{value:.2g}"
 
 
-def _util(value: dict[str, Any] | None) -> str:
+def _util(value: UtilizationStat | None) -> str:
     if not value:
         return "-"
     return f"{_percent(value.get('avg'))}/{_percent(value.get('max'))}"
 
 
-def _utilization_note(groups: list[dict[str, Any]]) -> str | None:
+def _utilization_note(groups: list[Mapping[str, Any]]) -> str | None:
     """What a '-' in the utilisation columns means: not read, or no datapoints (GPU: none locally)."""
     utils = [group.get("utilization") for group in groups]
     if not utils:
@@ -101,25 +103,30 @@ def _stacked(rows: list[list[str]], width: int) -> list[str]:
     return lines
 
 
-def format_table(summary: dict[str, Any]) -> str:
+def format_table(summary: BoundedSummary) -> str:
     """A readable per-group summary for the task log, every line within :data:`TABLE_WIDTH`.
 
     Two stacked tables (logs per group, then utilisation per group), then metrics, first errors
-    and problems; a long host list wraps inside its column, long text lines wrap.
+    and problems; a long host list wraps inside its column, long text lines wrap. A skeleton's
+    groups and the unmapped hosts' section lack some of a group's keys: rows read them with
+    defaults.
     """
+    billable = summary.get("billable_seconds")
     lines = _wrap(
         f"Training job {summary.get('training_job_name')}: {summary.get('status')}"
         f" ({summary.get('secondary_status') or '-'})"
-        + (f", billable {summary['billable_seconds']} s" if summary.get("billable_seconds") is not None else "")
+        + (f", billable {billable} s" if billable is not None else "")
         + (" [partial: job still running]" if summary.get("partial") else "")
     )
     if summary.get("failure_reason"):
         lines.extend(_wrap(f"Failure reason: {summary['failure_reason']}"))
     logs = [["group", "instance type", "n", "hosts", "streams", "events", "errors", "warnings"]]
     utilisation = [["group", "cpu avg/max", "mem avg/max", "gpu avg/max", "gpu mem avg/max"]]
-    sections = list(summary.get("groups", {}).items())
-    if summary.get("unmapped"):
-        sections.append(("(unmapped)", {**summary["unmapped"], "instance_type": "?", "instance_count": "?"}))
+    groups = cast("Mapping[str, Mapping[str, Any]]", summary.get("groups", {}))
+    sections = list(groups.items())
+    unmapped = cast("UnmappedSection | None", summary.get("unmapped"))  # a skeleton has none
+    if unmapped:
+        sections.append(("(unmapped)", {**unmapped, "instance_type": "?", "instance_count": "?"}))
     for name, group in sections:
         util = group.get("utilization") or {}
         logs.append(
@@ -137,7 +144,7 @@ def format_table(summary: dict[str, Any]) -> str:
         utilisation.append([name, *(_util(util.get(key)) for key in _UTIL_KEYS)])
     lines.extend(_grid(logs, wrap_column=3))
     lines.extend(_grid(utilisation))
-    note = _utilization_note(list(summary.get("groups", {}).values()))
+    note = _utilization_note(list(groups.values()))
     if note:
         lines.extend(_wrap(note))
     for name, group in sections:
@@ -151,7 +158,7 @@ def format_table(summary: dict[str, Any]) -> str:
         for sample in (group.get("error_samples") or [])[:3]:
             text = sample["line"] + (f" -> {sample['exception']}" if sample.get("exception") else "")
             lines.extend(_wrap(f"{name}: first errors: [{sample['host']}] {text[:200]}"))
-    for problem in summary.get("problems") or ():
+    for problem in cast("list[str] | None", summary.get("problems")) or ():
         lines.extend(_wrap(f"problem: {problem}"))
     if summary.get("truncated"):
         lines.extend(_wrap(f"truncated to fit max_xcom_bytes: {json.dumps(summary['truncated'])}"))
