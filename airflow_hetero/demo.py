@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         )
         step("task states: " + ", ".join(f"{task}={state}" for task, state in task_states(dag_run).items()))
         if summary:
-            from airflow_hetero.logs.limits import format_table
+            from airflow_hetero.logs.table import format_table
 
             step("per-group summary")
             print(format_table(summary), flush=True)

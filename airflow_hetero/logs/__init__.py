@@ -1,8 +1,9 @@
 """Logs of a training job: reading streams, mapping hosts to instance groups, per-group summaries.
 
 Pure core: :mod:`~airflow_hetero.logs.streams` (per-stream accumulation), :mod:`~.mapping`
-(host -> group), :mod:`~.summary` and :mod:`~.limits` (the summary and its XCom bound). The modules
-that call AWS take the boto3 clients they are given and import neither boto3 nor Airflow:
+(host -> group), :mod:`~.shape` (the summary's keys, as TypedDicts), :mod:`~.summary`,
+:mod:`~.size_limit` and :mod:`~.table` (the summary, its XCom bound, its task-log table). The
+modules that call AWS take the boto3 clients they are given and import neither boto3 nor Airflow:
 :mod:`~.cloudwatch` (read logs and metrics), :mod:`~.tail` (live tail), :mod:`~.summarize`.
 """
 

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
+from airflow_hetero.logs.shape import UTILIZATION_METRICS, Datapoint
 from airflow_hetero.logs.streams import LOG_GROUP, StreamLog
-from airflow_hetero.logs.summary import UTILIZATION_METRICS, Datapoint
 
 METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 #: DescribeLogStreams returns at most 50 streams per call.

@@ -8,14 +8,14 @@ used: they do not follow group order. No Airflow, boto3 or botocore here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from airflow_hetero.job.resource_config import GroupSpec
     from airflow_hetero.logs.streams import StreamLog
 
-__all__ = ["SOURCES", "HostMapping", "resolve_mapping"]
+__all__ = ["SOURCES", "Evidence", "HostMapping", "collect_evidence", "resolve_mapping", "weigh"]
 
 
 #: Mapping sources, most trusted first.
@@ -43,47 +43,76 @@ def resolve_mapping(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = 
     a job with a single group. Two answers at the same level leave the host to lower levels; a host
     nothing maps is unmapped. ``groups`` (from DescribeTrainingJob) is the cross-check.
     """
-    claims: dict[str, dict[str, set[str]]] = {s: {} for s in SOURCES}
-    instance_types: dict[str, str] = {}
-    hosts: set[str] = set()
+    evidence = collect_evidence(streams, groups)
+    host_to_group, source_of, problems = weigh(evidence)
+    unmapped = sorted(h for h in evidence.hosts if h not in host_to_group)
+    problems = [*evidence.foreign, *problems, *_cross_check(host_to_group, groups)]
+    return HostMapping(host_to_group, source_of, unmapped, problems, evidence.instance_types)
 
-    def claim(source: str, host: str, group: str) -> None:
-        claims[source].setdefault(host, set()).add(group)
-        hosts.add(host)
 
-    foreign: list[str] = []  # a stream speaking for another host: never trusted
+@dataclass
+class Evidence:
+    """What a job's streams say about its hosts' groups, before it is weighed."""
+
+    #: source (:data:`SOURCES`) -> host -> the groups that source names for it
+    claims: dict[str, dict[str, set[str]]] = field(default_factory=lambda: {s: {} for s in SOURCES})
+    #: every host seen: the streams' own and those the evidence names
+    hosts: set[str] = field(default_factory=set)
+    #: group -> instance type, from the group maps
+    instance_types: dict[str, str] = field(default_factory=dict)
+    #: lines in one host's stream speaking for another host: never trusted
+    foreign: list[str] = field(default_factory=list)
+
+    def claim(self, source: str, host: str, group: str) -> None:
+        self.claims[source].setdefault(host, set()).add(group)
+        self.hosts.add(host)
+
+
+def collect_evidence(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = ()) -> Evidence:
+    """Every claim the streams make (and, for a job of one group, that group for every host)."""
+    evidence = Evidence()
     for log in streams:
-        hosts.add(log.host)
-        for host, group in log.marker.items():
-            if host != log.host:
-                foreign.append(
-                    f"{log.stream}: marker names host {host} (group {group}), not its own host {log.host}; ignored"
-                )
-                continue
-            claim("marker", host, group)
-        if log.current_group:
-            speaker = log.current_host or log.host
-            if speaker != log.host:
-                foreign.append(
-                    f"{log.stream}: SM_CURRENT_HOST={speaker} is not its own host {log.host}; its group line is ignored"
-                )
-            else:
-                claim("toolkit", speaker, log.current_group)
+        evidence.hosts.add(log.host)
+        _own_claims(log, evidence)
         for group, info in (log.group_map or {}).items():
             if info.get("instance_type"):
-                instance_types.setdefault(group, str(info["instance_type"]))
+                evidence.instance_types.setdefault(group, str(info["instance_type"]))
             for host in info["hosts"]:
-                claim("group_map", host, group)
+                evidence.claim("group_map", host, group)
     if len(groups) == 1:
-        for host in hosts:
-            claim("single_group", host, groups[0].name)
+        for host in evidence.hosts:
+            evidence.claim("single_group", host, groups[0].name)
+    return evidence
 
+
+def _own_claims(log: StreamLog, evidence: Evidence) -> None:
+    """The marker and the toolkit's lines of one stream: trusted only for the stream's own host."""
+    for host, group in log.marker.items():
+        if host != log.host:
+            evidence.foreign.append(
+                f"{log.stream}: marker names host {host} (group {group}), not its own host {log.host}; ignored"
+            )
+            continue
+        evidence.claim("marker", host, group)
+    if log.current_group:
+        speaker = log.current_host or log.host
+        if speaker != log.host:
+            evidence.foreign.append(
+                f"{log.stream}: SM_CURRENT_HOST={speaker} is not its own host {log.host}; its group line is ignored"
+            )
+        else:
+            evidence.claim("toolkit", speaker, log.current_group)
+
+
+def weigh(evidence: Evidence) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """(host -> group, host -> deciding source, problems): per host, the most trusted source that
+    names one group decides; a source naming several, or a lower one disagreeing, is a problem."""
     host_to_group: dict[str, str] = {}
     source_of: dict[str, str] = {}
-    problems: list[str] = list(foreign)
-    for host in sorted(hosts):
+    problems: list[str] = []
+    for host in sorted(evidence.hosts):
         for source in SOURCES:
-            found = claims[source].get(host)
+            found = evidence.claims[source].get(host)
             if not found:
                 continue
             if len(found) > 1:
@@ -97,9 +126,7 @@ def resolve_mapping(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = 
                     f"{host}: {source} evidence says {group}, {source_of[host]} says "
                     f"{host_to_group[host]}; using {source_of[host]}"
                 )
-    unmapped = sorted(h for h in hosts if h not in host_to_group)
-    problems.extend(_cross_check(host_to_group, groups))
-    return HostMapping(host_to_group, source_of, unmapped, problems, instance_types)
+    return host_to_group, source_of, problems
 
 
 def _cross_check(host_to_group: Mapping[str, str], groups: Sequence[GroupSpec]) -> list[str]:

@@ -10,16 +10,17 @@ GPU summed over the instance's devices). The shape is compact and self-describin
      "points": 10, "cpu": {"avg": [12.5, ...], "max": [20, ...]}, "gpu": {...}}
 
 Empty buckets are ``null``. :func:`halve` merges neighbouring buckets when the size bound in
-:mod:`airflow_hetero.logs.limits` needs room.
+:mod:`airflow_hetero.logs.size_limit` needs room.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
-from airflow_hetero.logs.summary import UTILIZATION_METRICS, Datapoint, iso
+from airflow_hetero.logs.shape import UTILIZATION_METRICS, Datapoint, Series
+from airflow_hetero.logs.text import iso
 
 #: Everything SageMaker publishes per training host: CloudWatch metric name -> series key.
 SERIES_METRICS: dict[str, str] = {**UTILIZATION_METRICS, "DiskUtilization": "disk"}
@@ -43,7 +44,7 @@ def group_series(
     window: tuple[float, float] | None = None,
     points: int = DEFAULT_SERIES_POINTS,
     period: int = 60,
-) -> dict[str, Any] | None:
+) -> Series | None:
     """The downsampled series of one group's hosts; None when no host has any datapoint.
 
     Buckets are never narrower than ``period``, the seconds per datapoint of the metrics query.
@@ -89,18 +90,18 @@ def group_series(
             "avg": [_value(sums[i] / seen[i]) if seen[i] else None for i in range(count)],
             "max": [_value(top) for top in tops],
         }
-    return out
+    return cast(Series, out)  # the metric keys are SERIES_METRICS' values
 
 
-def halve(series: dict[str, Any]) -> dict[str, Any]:
+def halve(series: Series) -> Series:
     """The same series with neighbouring buckets merged (mean of averages, largest maximum)."""
     count = int(series["points"])
     if count <= 1:
         return series
     merged = (count + 1) // 2
-    out = {**series, "step_seconds": int(series["step_seconds"]) * 2, "points": merged}
+    out: dict[str, Any] = {**series, "step_seconds": int(series["step_seconds"]) * 2, "points": merged}
     for key in SERIES_METRICS.values():
-        values = series.get(key)
+        values = cast("Mapping[str, Any]", series).get(key)
         if not values:
             continue
         averages, tops = values["avg"], values["max"]
@@ -112,11 +113,11 @@ def halve(series: dict[str, Any]) -> dict[str, Any]:
             peaks = [v for v in tops[i : i + 2] if v is not None]
             new_max.append(max(peaks) if peaks else None)
         out[key] = {"avg": new_avg, "max": new_max}
-    return out
+    return cast(Series, out)
 
 
-def keys_of(series: Mapping[str, Any] | None) -> list[str]:
+def keys_of(series: Series | None) -> list[str]:
     """The metric keys a series holds, in :data:`SERIES_METRICS` order."""
     if not series:
         return []
-    return [key for key in SERIES_METRICS.values() if series.get(key)]
+    return [key for key in SERIES_METRICS.values() if cast("Mapping[str, Any]", series).get(key)]

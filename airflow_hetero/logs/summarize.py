@@ -1,5 +1,8 @@
 """``summarize_training_job``: the per-instance-group summary of a SageMaker training job, as a plain dict.
 
+Its shape is :class:`airflow_hetero.logs.shape.LogSummary` (or, when even the cut summary is too
+big, :class:`~airflow_hetero.logs.shape.SummarySkeleton`).
+
 For ``@task`` users and for :class:`airflow_hetero.operators.log_summary.HeteroLogSummaryOperator`.
 Takes already-built clients (plain boto3 ones or those of
 :class:`airflow_hetero.hooks.training.HeteroTrainingHook`), so importing it loads neither boto3 nor Airflow.
@@ -14,13 +17,14 @@ from typing import Any
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.logs.cloudwatch import ApiCalls, counted_call, metric_period, read_job_logs, read_utilization
-from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 from airflow_hetero.logs.line_rules import LineRules
 from airflow_hetero.logs.mapping import resolve_mapping
-from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS, group_series
+from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS
+from airflow_hetero.logs.shape import BoundedSummary
+from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 from airflow_hetero.logs.streams import DEFAULT_MAX_ERROR_SAMPLES, LOG_GROUP, StreamLog, host_from_stream
-from airflow_hetero.logs.summary import TERMINAL_STATUSES, build_summary, training_window
-from airflow_hetero.logs.verdict import Thresholds, judge
+from airflow_hetero.logs.summary import TERMINAL_STATUSES, SeriesSpec, VerdictSpec, build_summary, training_window
+from airflow_hetero.logs.verdict import Thresholds
 
 __all__ = ["DEFAULT_MAX_XCOM_BYTES", "summarize_training_job"]
 
@@ -45,7 +49,7 @@ def summarize_training_job(
     series_points: int = DEFAULT_SERIES_POINTS,
     verdict_thresholds: Thresholds | Mapping[str, Any] | None = None,
     capacity_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
+) -> BoundedSummary:
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
     :param error_patterns: regexes counting a line as an error (None: tracebacks, ERROR/CRITICAL,
@@ -137,14 +141,9 @@ def summarize_training_job(
         mapping=mapping,
         now=now,
         clip_datapoints=False,
+        read_problems=problems,
+        series=SeriesSpec(series_points, axis, metric_period(*window_dt) if window_dt else 60),
+        verdict=VerdictSpec(thresholds, capacity_overrides),
+        api_calls=calls.as_dict(),
     )
-    summary["problems"].extend(problems)
-    for group in summary["groups"].values():
-        group["series"] = (
-            group_series(group["hosts"], datapoints, axis, series_points, metric_period(*window_dt))
-            if datapoints and window_dt
-            else None
-        )
-    summary["verdict"] = judge(summary, thresholds, capacity_overrides=capacity_overrides)
-    summary["api_calls"] = calls.as_dict()
     return enforce_size_limit(summary, max_xcom_bytes)

@@ -2,8 +2,8 @@
 
 Inputs are already read: :class:`airflow_hetero.logs.streams.StreamLog` objects (one per log stream), the
 DescribeTrainingJob answer and utilisation datapoints. The output is a plain JSON-serialisable dict
-(the XCom ``return_value``); :mod:`airflow_hetero.logs.limits` bounds its size and renders the
-table for the task log. No Airflow, boto3 or botocore here.
+(the XCom ``return_value``); :mod:`airflow_hetero.logs.size_limit` bounds its size and
+:mod:`airflow_hetero.logs.table` renders it for the task log. No Airflow, boto3 or botocore here.
 """
 
 from __future__ import annotations
@@ -11,32 +11,39 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from airflow_hetero.job.resource_config import GroupSpec, instance_groups
+from airflow_hetero.logs.capacity import Capacity
 from airflow_hetero.logs.mapping import HostMapping, resolve_mapping
+from airflow_hetero.logs.series import group_series
+from airflow_hetero.logs.shape import (
+    UTILIZATION_METRICS,
+    Datapoint,
+    ErrorSampleEntry,
+    GroupSummary,
+    JobOverview,
+    LogPart,
+    LogSummary,
+    TimelineStep,
+    UnmappedSection,
+    Utilization,
+    UtilizationStat,
+)
 from airflow_hetero.logs.streams import (
     ErrorSample,
     MetricValue,
     StreamLog,
 )
-from airflow_hetero.logs.text import strip_control
+from airflow_hetero.logs.text import iso, strip_control
+from airflow_hetero.logs.verdict import Thresholds, judge_groups
 
-#: CloudWatch metric name -> key in a group's ``utilization``.
-UTILIZATION_METRICS: dict[str, str] = {
-    "CPUUtilization": "cpu",
-    "MemoryUtilization": "memory",
-    "GPUUtilization": "gpu",
-    "GPUMemoryUtilization": "gpu_memory",
-}
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _NATURAL = re.compile(r"(\d+)")
-
-#: Datapoints of one host and metric: (epoch seconds, average, maximum).
-Datapoint = tuple[float, float | None, float | None]
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -49,17 +56,6 @@ def clean_text(text: str) -> str:
     characters and ANSI escapes removed, so a tail or sample is safe to print."""
     text = _SURROGATES.sub("\ufffd", text) if not text.isascii() else text
     return text if text.isprintable() else strip_control(text)
-
-
-def iso(value: Any) -> str | None:
-    """datetime or epoch milliseconds -> ISO 8601 UTC string (None stays None)."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-    else:
-        moment = datetime.fromtimestamp(float(value) / 1000.0, tz=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _seconds(value: Any) -> float | None:
@@ -82,11 +78,11 @@ def training_window(describe: Mapping[str, Any], now: datetime | None = None) ->
     return start, max(start, end)
 
 
-def job_overview(describe: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
+def job_overview(describe: Mapping[str, Any], now: datetime | None = None) -> JobOverview:
     """Job-level part: status, secondary-status timeline with durations, billable/training seconds."""
     now_s = (now or datetime.now(UTC)).timestamp()
     status = describe.get("TrainingJobStatus")
-    timeline = []
+    timeline: list[TimelineStep] = []
     for item in describe.get("SecondaryStatusTransitions") or ():
         start, end = _seconds(item.get("StartTime")), _seconds(item.get("EndTime"))
         ongoing = end is None and status not in TERMINAL_STATUSES
@@ -136,7 +132,7 @@ def aggregate_utilization(
     hosts: Iterable[str],
     datapoints: Mapping[str, Mapping[str, Iterable[Datapoint]]],
     window: tuple[float, float] | None = None,
-) -> dict[str, dict[str, Any] | None]:
+) -> Utilization:
     """Average and maximum of CPU, memory, GPU and GPU memory over ``hosts`` and ``window``.
 
     ``datapoints`` is host -> CloudWatch metric name -> (epoch seconds, average, maximum). The
@@ -144,7 +140,7 @@ def aggregate_utilization(
     per-period maximum. Values are SageMaker's (percent summed over the instance's CPUs or GPUs).
     A metric without datapoints is None.
     """
-    result: dict[str, dict[str, Any] | None] = {}
+    result: dict[str, UtilizationStat | None] = {}
     host_list = list(hosts)
     for metric, key in UTILIZATION_METRICS.items():
         total, count, peak, with_data = 0.0, 0, -math.inf, 0
@@ -172,11 +168,11 @@ def aggregate_utilization(
             if with_data
             else None
         )
-    return result
+    return cast(Utilization, result)  # its keys are UTILIZATION_METRICS' values
 
 
-def _sample_dict(sample: ErrorSample) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _sample_dict(sample: ErrorSample) -> ErrorSampleEntry:
+    out: ErrorSampleEntry = {
         "host": sample.host,
         "time": iso(sample.timestamp),
         "line": clean_text(sample.line),
@@ -186,7 +182,7 @@ def _sample_dict(sample: ErrorSample) -> dict[str, Any]:
     return out
 
 
-def merge_logs(logs: Sequence[StreamLog], tail_lines: int, max_error_samples: int) -> dict[str, Any]:
+def merge_logs(logs: Sequence[StreamLog], tail_lines: int, max_error_samples: int) -> LogPart:
     """Counters, error samples (earliest first), per-host tails and metrics of several streams."""
     metrics: dict[str, MetricValue] = {}
     for log in logs:
@@ -221,6 +217,76 @@ def merge_logs(logs: Sequence[StreamLog], tail_lines: int, max_error_samples: in
     }
 
 
+@dataclass(frozen=True)
+class SeriesSpec:
+    """Asks :func:`build_summary` for every group's utilisation series (``groups.<name>.series``).
+
+    ``axis`` is the metrics query's range in epoch seconds, so every group's series line up, and
+    ``period`` its seconds per datapoint; without an axis (no training window, no hosts) the series
+    are None, as they are when no datapoints were read.
+    """
+
+    points: int
+    axis: tuple[float, float] | None = None
+    period: int = 60
+
+
+@dataclass(frozen=True)
+class VerdictSpec:
+    """Asks :func:`build_summary` for the verdict (``verdict``), judged with these thresholds."""
+
+    thresholds: Thresholds
+    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What every group's entry is built from, besides its own hosts and logs."""
+
+    describe: Mapping[str, Any]
+    mapping: HostMapping
+    now: datetime | None
+    window: tuple[float, float] | None
+    datapoints: Mapping[str, Mapping[str, Iterable[Datapoint]]] | None
+    clip_datapoints: bool
+    tail_lines: int
+    max_error_samples: int
+    series: SeriesSpec | None
+
+
+def _group_entry(
+    spec: GroupSpec | None,
+    name: str,
+    hosts: list[str],
+    group_logs: Sequence[StreamLog],
+    options: _Options,
+) -> GroupSummary:
+    """One group's part of the summary, in its documented key order."""
+    count = spec.instance_count if spec else len(hosts)
+    mapping, datapoints = options.mapping, options.datapoints
+    entry: GroupSummary = {
+        "instance_type": (spec.instance_type if spec else None) or mapping.instance_types.get(name),
+        "instance_count": count,
+        "hosts": hosts,
+        "mapped_by": {host: mapping.source[host] for host in hosts},
+        **merge_logs(group_logs, options.tail_lines, options.max_error_samples),  # type: ignore[typeddict-item]
+        "utilization": (
+            aggregate_utilization(hosts, datapoints, options.window if options.clip_datapoints else None)
+            if datapoints is not None
+            else None
+        ),
+        "instance_seconds": instance_seconds(count, options.describe, options.now) if options.describe else None,
+    }
+    series = options.series
+    if series is not None:
+        entry["series"] = (
+            group_series(hosts, datapoints, series.axis, series.points, series.period)
+            if datapoints and series.axis is not None
+            else None
+        )
+    return entry
+
+
 def build_summary(
     job_name: str,
     describe: Mapping[str, Any] | None,
@@ -232,13 +298,33 @@ def build_summary(
     mapping: HostMapping | None = None,
     now: datetime | None = None,
     clip_datapoints: bool = True,
-) -> dict[str, Any]:
-    """The whole summary dict (before the size bound). ``datapoints`` None means metrics were not read;
-    ``clip_datapoints=False`` takes them as already limited to the training window (by the query)."""
+    read_problems: Sequence[str] = (),
+    series: SeriesSpec | None = None,
+    verdict: VerdictSpec | None = None,
+    api_calls: Mapping[str, int] | None = None,
+) -> LogSummary:
+    """The whole summary (before the size bound), built once, in its documented key order.
+
+    ``datapoints`` None means metrics were not read; ``clip_datapoints=False`` takes them as
+    already limited to the training window (by the query). ``read_problems`` (what reading the logs
+    ran into) follow the mapping's problems. Given ``series``, ``verdict`` or ``api_calls``, the
+    groups' series, the verdict and the reading cost are part of the summary; without them those
+    keys are left out.
+    """
     describe = describe or {}
     specs: list[GroupSpec] = instance_groups(describe)
     mapping = mapping or resolve_mapping(logs, specs)
-    window = training_window(describe, now) if describe else None
+    options = _Options(
+        describe=describe,
+        mapping=mapping,
+        now=now,
+        window=training_window(describe, now) if describe else None,
+        datapoints=datapoints,
+        clip_datapoints=clip_datapoints,
+        tail_lines=tail_lines,
+        max_error_samples=max_error_samples,
+        series=series,
+    )
     members: dict[str, list[str]] = {spec.name: [] for spec in specs}
     for host, group in mapping.host_to_group.items():
         members.setdefault(group, []).append(host)
@@ -247,46 +333,39 @@ def build_summary(
         by_host.setdefault(log.host, []).append(log)
     spec_of = {spec.name: spec for spec in specs}
 
-    groups: dict[str, Any] = {}
+    groups: dict[str, GroupSummary] = {}
     for name, members_of in members.items():
         hosts = sorted(members_of, key=natural_key)
-        spec = spec_of.get(name)
-        count = spec.instance_count if spec else len(hosts)
         group_logs = [log for host in hosts for log in by_host.get(host, ())]
-        entry: dict[str, Any] = {
-            "instance_type": (spec.instance_type if spec else None) or mapping.instance_types.get(name),
-            "instance_count": count,
-            "hosts": hosts,
-            "mapped_by": {host: mapping.source[host] for host in hosts},
-        }
-        entry.update(merge_logs(group_logs, tail_lines, max_error_samples))
-        entry["utilization"] = (
-            aggregate_utilization(hosts, datapoints, window if clip_datapoints else None)
-            if datapoints is not None
-            else None
-        )
-        entry["instance_seconds"] = instance_seconds(count, describe, now) if describe else None
-        groups[name] = entry
+        groups[name] = _group_entry(spec_of.get(name), name, hosts, group_logs, options)
 
     unmapped_logs = [log for host in mapping.unmapped for log in by_host.get(host, ())]
-    summary: dict[str, Any] = {"training_job_name": job_name}
-    summary.update(job_overview(describe, now) if describe else {"status": None, "partial": True})
-    summary.update(
-        {
-            "groups": groups,
-            "unmapped_hosts": sorted(mapping.unmapped, key=natural_key),
-            "unmapped": (
-                dict(
-                    hosts=sorted(mapping.unmapped, key=natural_key),
-                    **merge_logs(unmapped_logs, tail_lines, max_error_samples),
-                )
-                if mapping.unmapped
-                else None
-            ),
-            "problems": list(mapping.problems),
-            "errors": sum(log.errors for log in logs),
-            "warnings": sum(log.warnings for log in logs),
-            "truncated": {},
+    unmapped: UnmappedSection | None = None
+    if mapping.unmapped:
+        section: UnmappedSection = {
+            "hosts": sorted(mapping.unmapped, key=natural_key),
+            **merge_logs(unmapped_logs, tail_lines, max_error_samples),  # type: ignore[typeddict-item]
         }
-    )
+        unmapped = section
+    overview: JobOverview = job_overview(describe, now) if describe else {"status": None, "partial": True}
+    summary: LogSummary = {
+        "training_job_name": job_name,
+        **overview,  # type: ignore[typeddict-item]
+        "groups": groups,
+        "unmapped_hosts": sorted(mapping.unmapped, key=natural_key),
+        "unmapped": unmapped,
+        "problems": [*mapping.problems, *read_problems],
+        "errors": sum(log.errors for log in logs),
+        "warnings": sum(log.warnings for log in logs),
+        "truncated": {},
+    }
+    if verdict is not None:
+        summary["verdict"] = judge_groups(
+            groups,
+            partial=summary["partial"],
+            thresholds=verdict.thresholds,
+            capacity_overrides=verdict.capacity_overrides,
+        )
+    if api_calls is not None:
+        summary["api_calls"] = dict(api_calls)
     return summary

@@ -1,14 +1,16 @@
-"""Make text from a job's logs safe to show: no ANSI escapes, no control characters (pure, tiny).
+"""Text in a job's summary: no ANSI escapes, no control characters; times as ISO 8601 (pure, tiny).
 
-Shared by the line accumulator, the summary, the task-log table and the live tail; light enough to
-be imported at DAG-parse time.
+Shared by the line accumulator, the summary, its series, the task-log table and the live tail;
+light enough to be imported at DAG-parse time.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from typing import Any
 
-__all__ = ["strip_control"]
+__all__ = ["iso", "strip_control"]
 
 #: ANSI escape sequences (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL/ST``, two-byte ``ESC x``), then
 #: any other C0/C1 control character or DEL; tabs are kept.
@@ -23,3 +25,14 @@ def strip_control(text: str) -> str:
     if text.isprintable():
         return text
     return _CONTROL.sub("", text)
+
+
+def iso(value: Any) -> str | None:
+    """datetime or epoch milliseconds -> ISO 8601 UTC string (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+    else:
+        moment = datetime.fromtimestamp(float(value) / 1000.0, tz=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

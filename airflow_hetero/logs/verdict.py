@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from airflow_hetero.logs.capacity import Capacity, capacity
+from airflow_hetero.logs.shape import GroupSummary, GroupVerdict, LogSummary, Series, Verdict, VerdictHeadline
 
 _NAMES = {"gpu": "GPUs", "cpu": "CPUs"}
 
@@ -84,20 +85,26 @@ def _per_device(value: float | None, devices: int | None) -> float | None:
     return value / devices if devices else value
 
 
-def _primary(group: Mapping[str, Any], cap: Capacity) -> tuple[str, int | None] | None:
+def _primary(group: GroupSummary, cap: Capacity) -> tuple[str, int | None] | None:
     """(resource key, devices per instance) the group is judged on; None without datapoints."""
-    util = group.get("utilization") or {}
-    if util.get("gpu") and util["gpu"].get("avg") is not None:
+    util = group.get("utilization")
+    gpu, cpu = (util.get("gpu"), util.get("cpu")) if util else (None, None)
+    if gpu and gpu.get("avg") is not None:
         return "gpu", cap.gpus
-    if util.get("cpu") and util["cpu"].get("avg") is not None:
+    if cpu and cpu.get("avg") is not None:
         return "cpu", cap.cpus
     return None
 
 
-def _waiting_share(series: Mapping[str, Any] | None, resource: str, devices: int | None, below: float) -> float | None:
+def _series_values(series: Series | None, key: str) -> list[float | int | None]:
+    """The per-bucket averages of one metric of a series ([] when it has none)."""
+    line = cast("Mapping[str, Any]", series or {}).get(key) or {}
+    return list(line.get("avg") or [])
+
+
+def _waiting_share(series: Series | None, resource: str, devices: int | None, below: float) -> float | None:
     """Share of the series buckets (with data) in which ``resource`` was below ``below`` per device."""
-    values = ((series or {}).get(resource) or {}).get("avg") or []
-    seen = [v for v in values if v is not None]
+    seen = [v for v in _series_values(series, resource) if v is not None]
     if not seen:
         return None
     waiting = sum(1 for v in seen if (_per_device(v, devices) or 0.0) < below)
@@ -108,9 +115,12 @@ def _fmt(value: float) -> str:
     return f"{value:.0f}" if value >= 10 or value == 0 else f"{value:.1f}"
 
 
-def _assess(group: Mapping[str, Any], cap: Capacity, limits: Thresholds) -> dict[str, Any]:
-    """One group's entry: primary resource, busy and peak per device, state, waiting share, memory, disk."""
-    util = group.get("utilization") or {}
+def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str, Any]:
+    """One group's entry: primary resource, busy and peak per device, state, waiting share, memory, disk.
+
+    Still with its empty fields and its note: :func:`_compact` turns it into a :class:`GroupVerdict`.
+    """
+    util = cast("Mapping[str, Any]", group.get("utilization") or {})
     entry: dict[str, Any] = {
         "resource": None,
         "busy_percent": None,
@@ -151,7 +161,7 @@ def _assess(group: Mapping[str, Any], cap: Capacity, limits: Thresholds) -> dict
     for key in ("memory", "disk"):
         value = (util.get(key) or {}).get("avg")
         if value is None and key == "disk":  # not in the utilisation table: from the series
-            seen = [v for v in ((group.get("series") or {}).get("disk") or {}).get("avg") or [] if v is not None]
+            seen = [v for v in _series_values(group.get("series"), "disk") if v is not None]
             value = sum(seen) / len(seen) if seen else None
         if value is not None:
             entry[f"{key}_percent"] = round(float(value), 1)
@@ -159,46 +169,62 @@ def _assess(group: Mapping[str, Any], cap: Capacity, limits: Thresholds) -> dict
 
 
 def judge(
-    summary: Mapping[str, Any],
+    summary: LogSummary,
     thresholds: Thresholds | Mapping[str, Any] | None = None,
     *,
     capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
+) -> Verdict:
     """The verdict of a summary (see the module docstring); a plain JSON-able dict.
 
     ``capacity_overrides``: instance type -> ``{"cpus": n, "gpus": n}`` where the built-in rule is
     wrong or the hosts are not what the type says (a local run's host is one process).
     """
+    return judge_groups(
+        summary.get("groups") or {},
+        partial=bool(summary.get("partial")),
+        thresholds=thresholds,
+        capacity_overrides=capacity_overrides,
+    )
+
+
+def judge_groups(
+    summary_groups: Mapping[str, GroupSummary],
+    *,
+    partial: bool,
+    thresholds: Thresholds | Mapping[str, Any] | None = None,
+    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
+) -> Verdict:
+    """The verdict of a summary's groups (``partial``: the job is still running); see :func:`judge`."""
     limits = Thresholds.of(thresholds)
     overrides = capacity_overrides or {}
     groups = {
         name: _assess(group, _capacity_of(group.get("instance_type"), overrides), limits)
-        for name, group in (summary.get("groups") or {}).items()
+        for name, group in summary_groups.items()
     }
     judged = {name: g for name, g in groups.items() if g["busy_percent"] is not None}
-    verdict: dict[str, Any] = {
+    totals = [g for g in groups.values() if g["instance_seconds"] is not None]
+    total_seconds = sum(float(g["instance_seconds"]) for g in totals)
+    waited = [g["waiting_instance_seconds"] for g in groups.values() if g["waiting_instance_seconds"] is not None]
+    verdict: Verdict = {
         "kind": "no_data",
         "bottleneck": None,
         "message": "",
         "suggestion": None,
-        "groups": groups,
+        "groups": {},  # filled in at the end, from the assessments
         "idle_groups": [name for name, g in judged.items() if g["state"] == "idle"],
         "over_provisioned_groups": [],
         "notes": [],
         "thresholds": asdict(limits),
+        "instance_seconds": round(total_seconds, 1) if totals else None,
+        "waiting_instance_seconds": round(sum(waited), 1) if waited else None,
+        "waiting_share": round(sum(waited) / total_seconds, 3) if waited and total_seconds > 0 else None,
     }
-    totals = [g for g in groups.values() if g["instance_seconds"] is not None]
-    total_seconds = sum(float(g["instance_seconds"]) for g in totals)
-    waited = [g["waiting_instance_seconds"] for g in groups.values() if g["waiting_instance_seconds"] is not None]
-    verdict["instance_seconds"] = round(total_seconds, 1) if totals else None
-    verdict["waiting_instance_seconds"] = round(sum(waited), 1) if waited else None
-    verdict["waiting_share"] = round(sum(waited) / total_seconds, 3) if waited and total_seconds > 0 else None
 
     def label(name: str) -> str:
         g = groups[name]
         return f"{name} {_NAMES[g['resource']]}"
 
-    if summary.get("partial"):
+    if partial:
         verdict["notes"].append("the job is still running: the verdict covers its time so far")
     for name, g in groups.items():
         for key in ("memory", "disk"):
@@ -210,7 +236,8 @@ def judge(
 
     if not judged:
         verdict["message"] = "No utilisation datapoints: no verdict"
-        return _compact(verdict)
+        verdict["groups"] = _compact(groups)
+        return verdict
     saturated = sorted(
         (n for n, g in judged.items() if g["state"] == "saturated"), key=lambda n: -judged[n]["busy_percent"]
     )
@@ -226,14 +253,14 @@ def judge(
         count = int(b["instance_count"] or 1)
         factor = min(limits.target_percent / max(judged[slow]["busy_percent"], 1.0), limits.max_scale)
         suggested = max(count + 1, math.ceil(count * factor - 1e-9))
-        verdict.update(kind="bottleneck", bottleneck=bottleneck)
+        verdict["kind"], verdict["bottleneck"] = "bottleneck", bottleneck
         verdict["suggestion"] = {"group": bottleneck, "instance_count": suggested}
         parts.append(
             f"{label(slow)} {_fmt(judged[slow]['busy_percent'])}% busy while {label(bottleneck)} are at "
             f"{_fmt(b['busy_percent'])}%: {bottleneck} is the bottleneck; try {suggested} {bottleneck} instances"
         )
     elif bottleneck:
-        verdict.update(kind="balanced")
+        verdict["kind"] = "balanced"
         parts.append(
             "Every group is busy ("
             + ", ".join(f"{label(n)} {_fmt(g['busy_percent'])}%" for n, g in judged.items())
@@ -241,7 +268,7 @@ def judge(
         )
     else:
         busiest = max(judged, key=lambda n: judged[n]["busy_percent"])
-        verdict.update(kind="not_saturated")
+        verdict["kind"] = "not_saturated"
         parts.append(
             f"No group is saturated (busiest: {label(busiest)} at {_fmt(judged[busiest]['busy_percent'])}%): the job "
             "waits on something outside the instances' CPUs and GPUs (input I/O, network, the script's own pauses)"
@@ -262,23 +289,32 @@ def judge(
     if idle:
         parts.append("idle: " + ", ".join(f"{label(n)} at {_fmt(judged[n]['busy_percent'])}%" for n in idle))
     verdict["message"] = "; ".join(parts)
-    return _compact(verdict)
-
-
-def _compact(verdict: dict[str, Any]) -> dict[str, Any]:
-    """Leave out a group's empty fields (None, ``over_provisioned: false``, the note already in
-    ``notes``): the verdict travels inside the size-bounded summary."""
-    for name, g in verdict["groups"].items():
-        verdict["groups"][name] = {
-            k: v for k, v in g.items() if v is not None and k != "note" and not (k == "over_provisioned" and not v)
-        }
+    verdict["groups"] = _compact(groups)
     return verdict
 
 
-def format_verdict(verdict: Mapping[str, Any]) -> str:
-    """The verdict for the task log: the message, then instance time per group and what waited."""
+def _compact(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, GroupVerdict]:
+    """Leave out a group's empty fields (None, ``over_provisioned: false``, the note already in
+    ``notes``): the verdict travels inside the size-bounded summary."""
+    return {
+        name: cast(
+            GroupVerdict,
+            {k: v for k, v in g.items() if v is not None and k != "note" and not (k == "over_provisioned" and not v)},
+        )
+        for name, g in groups.items()
+    }
+
+
+def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
+    """The verdict for the task log: the message, then instance time per group and what waited.
+
+    A verdict the size bound cut to its headline has no groups and no notes.
+    """
     lines = [f"Verdict: {verdict.get('message') or '-'}"]
-    for name, g in (verdict.get("groups") or {}).items():
+    full: Verdict | None = None
+    if "groups" in verdict:
+        full = verdict
+    for name, g in (full["groups"] if full else {}).items():
         busy, seconds = g.get("busy_percent"), g.get("instance_seconds")
         share = g.get("waiting_share")
         lines.append(
@@ -293,9 +329,10 @@ def format_verdict(verdict: Mapping[str, Any]) -> str:
             + f" [{g['state']}]"
         )
     if verdict.get("waiting_share") is not None:
+        shares = cast(Verdict, verdict)  # a headline keeps the share, not the seconds: KeyError here
         lines.append(
-            f"  instance time spent waiting: {verdict['waiting_instance_seconds']:g} of "
-            f"{verdict['instance_seconds']:g} instance-seconds ({verdict['waiting_share']:.0%})"
+            f"  instance time spent waiting: {shares['waiting_instance_seconds']:g} of "
+            f"{shares['instance_seconds']:g} instance-seconds ({shares['waiting_share']:.0%})"
         )
-    lines.extend(f"  note: {note}" for note in verdict.get("notes") or ())
+    lines.extend(f"  note: {note}" for note in (full["notes"] if full else ()))
     return "\n".join(lines)

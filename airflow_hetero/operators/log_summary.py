@@ -7,7 +7,7 @@ training operator). ``return_value`` is the whole summary; each group's part is 
 (:mod:`airflow_hetero.logs.verdict`) as ``verdict``.
 
 Importing this module loads nothing beyond ``airflow.sdk``, the small
-:mod:`airflow_hetero.logs.limits` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
+:mod:`airflow_hetero.logs.size_limit` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
 checked at parse time) and the view's link: the log parser (only for custom ``error_patterns``), the
 hook, boto3 and the Amazon provider are imported when they are needed.
 """
@@ -15,11 +15,11 @@ hook, boto3 and the Amazon provider are imported when they are needed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow_hetero._compat import BaseOperator
 from airflow_hetero.links.instance_groups import InstanceGroupsLink
-from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
+from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 from airflow_hetero.logs.verdict import Thresholds
 
 #: XCom key of the verdict (also inside ``return_value`` as ``verdict``).
@@ -27,6 +27,7 @@ VERDICT_XCOM_KEY = "verdict"
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
+    from airflow_hetero.logs.shape import BoundedSummary, LogSummary
 
 
 class HeteroLogSummaryOperator(BaseOperator):
@@ -94,14 +95,14 @@ class HeteroLogSummaryOperator(BaseOperator):
         )
         self.series_points = series_points
 
-    def execute(self, context: Context) -> dict[str, Any]:
+    def execute(self, context: Context) -> BoundedSummary:
         """Read, summarise, log the table and the verdict, push ``group_<name>`` and ``verdict``;
         return the whole summary."""
         from airflow_hetero.hooks.training import HeteroTrainingHook
         from airflow_hetero.links.instance_groups import persist_instance_groups_link
-        from airflow_hetero.logs.limits import format_table
         from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
         from airflow_hetero.logs.summarize import summarize_training_job
+        from airflow_hetero.logs.table import format_table
         from airflow_hetero.logs.verdict import format_verdict
 
         if not self.job_name:
@@ -121,10 +122,11 @@ class HeteroLogSummaryOperator(BaseOperator):
             series_points=self.series_points or DEFAULT_SERIES_POINTS,
         )
         self.log.info("Log summary of %s:\n%s", self.job_name, format_table(summary))
-        self.log.info("%s", format_verdict(summary["verdict"]))
+        verdict = cast("LogSummary", summary)["verdict"]  # a skeleton (the last resort of the size bound) has none
+        self.log.info("%s", format_verdict(verdict))
         ti = context["ti"]
         for name, group in summary["groups"].items():
             ti.xcom_push(key=f"group_{name}", value=group)
-        ti.xcom_push(key=VERDICT_XCOM_KEY, value=summary["verdict"])
+        ti.xcom_push(key=VERDICT_XCOM_KEY, value=verdict)
         persist_instance_groups_link(context)
         return summary

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from html import escape
-from typing import Any
+from typing import Any, cast
 
 from airflow_hetero.logs.capacity import capacity
 from airflow_hetero.logs.series import SERIES_METRICS
+from airflow_hetero.logs.shape import GroupSummary, GroupVerdict, LogSummary, Series, Verdict
 
 #: Series key -> (label, colour, device kind dividing it).
 LINES: dict[str, tuple[str, str, str | None]] = {
@@ -46,19 +47,19 @@ def _num(value: Any, digits: int = 0) -> str:
     return f"{float(value):.{digits}f}"
 
 
-def _devices(group: Mapping[str, Any], judged: Mapping[str, Any]) -> dict[str, int | None]:
+def _devices(group: GroupSummary, judged: GroupVerdict) -> dict[str, int | None]:
     """vCPUs and GPUs per instance: the verdict's (which honours overrides), else the built-in rule."""
     cap = capacity(group.get("instance_type"))
     return {"cpus": judged.get("cpus", cap.cpus), "gpus": judged.get("gpus", cap.gpus)}
 
 
-def chart(series: Mapping[str, Any], devices: Mapping[str, int | None], thresholds: Mapping[str, Any]) -> str:
+def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping[str, Any]) -> str:
     """One group's series as an inline SVG line chart, per device, with the busy and waiting lines."""
     count = int(series.get("points") or 0)
     step = float(series.get("step_seconds") or 60)
     lines: list[tuple[str, str, list[float | None]]] = []
     for key in SERIES_METRICS.values():
-        values = (series.get(key) or {}).get("avg")
+        values = (cast("Mapping[str, Any]", series).get(key) or {}).get("avg")
         if not values:
             continue
         label, colour, kind = LINES[key]
@@ -115,13 +116,13 @@ def chart(series: Mapping[str, Any], devices: Mapping[str, int | None], threshol
     "</span></div>"
 
 
-def _verdict_table(verdict: Mapping[str, Any], groups: Mapping[str, Any]) -> str:
+def _verdict_table(verdict: Verdict, groups: Mapping[str, GroupSummary]) -> str:
     rows = [
         "<tr><th>group</th><th>instances</th><th>judged on</th><th>busy</th><th>peak</th><th>state</th>"
         "<th>instance-seconds</th><th>waiting</th></tr>"
     ]
     for name, judged in (verdict.get("groups") or {}).items():
-        group = groups.get(name) or {}
+        group = groups.get(name) or cast("GroupSummary", {})
         share = judged.get("waiting_share")
         resource = {"gpu": "GPUs", "cpu": "CPUs"}.get(judged.get("resource") or "", "-")
         suffix = f" (try {judged['suggested_count']})" if judged.get("over_provisioned") else ""
@@ -151,8 +152,9 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
             f"(or of a task returning <code>summarize_training_job(...)</code>).</p>"
             f'<p class="muted">{escape(where)}</p></body></html>'
         )
-    groups: Mapping[str, Any] = summary["groups"]
-    verdict: Mapping[str, Any] = summary.get("verdict") or {}
+    whole = cast("LogSummary", summary)  # an XCom value: every part is read with a default
+    groups = whole["groups"]
+    verdict = cast("Verdict", whole.get("verdict") or {})  # or its headline, which has no groups
     thresholds = verdict.get("thresholds") or {}
     body = [
         f"<h1>Instance groups of {escape(str(summary.get('training_job_name')))} "
@@ -163,14 +165,15 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     ]
     if verdict.get("groups"):
         body.append(_verdict_table(verdict, groups))
-    if verdict.get("waiting_share") is not None:
+    waiting_share = verdict.get("waiting_share")
+    if waiting_share is not None:
         body.append(
             f'<p class="muted">Instance time spent waiting: {_num(verdict.get("waiting_instance_seconds"))} of '
-            f"{_num(verdict.get('instance_seconds'))} instance-seconds ({float(verdict['waiting_share']):.0%}).</p>"
+            f"{_num(verdict.get('instance_seconds'))} instance-seconds ({float(waiting_share):.0%}).</p>"
         )
     body.extend(f'<p class="muted">Note: {escape(str(note))}</p>' for note in verdict.get("notes") or ())
     for name, group in groups.items():
-        judged = (verdict.get("groups") or {}).get(name) or {}
+        judged = (verdict.get("groups") or {}).get(name) or cast("GroupVerdict", {})
         body.append(
             f"<h2>{escape(name)} <span class='muted'>{escape(str(group.get('instance_count')))} x "
             f"{escape(str(group.get('instance_type')))}, hosts {escape(', '.join(group.get('hosts') or []) or '-')}"
@@ -181,7 +184,7 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
             body.append(chart(series, _devices(group, judged), thresholds))
         else:
             body.append('<p class="muted">No utilisation series for this group (not read, or none published).</p>')
-    truncated = (summary.get("truncated") or {}).get("series")
+    truncated = (whole.get("truncated") or {}).get("series")
     if truncated:
         body.append(f'<p class="muted">Series cut to fit the XCom bound: {escape(str(truncated))}</p>')
     body.append(

@@ -19,8 +19,9 @@ from moto import mock_aws
 from support.log_jobs import DescribeOverride, create_job, put_stream, put_utilization, window
 
 from airflow_hetero._retry import RetryPolicy
-from airflow_hetero.logs.limits import DEFAULT_MAX_XCOM_BYTES, format_table, json_size
+from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, json_size
 from airflow_hetero.logs.summarize import summarize_training_job
+from airflow_hetero.logs.table import format_table
 from airflow_hetero.runtime import format_marker
 
 QUICK = RetryPolicy(max_attempts=8, base_delay=0.001, max_delay=0.002)
@@ -114,8 +115,8 @@ def test_permanent_errors_are_not_retried(aws: dict[str, Any]) -> None:
 
 def test_two_thousand_streams_fit_the_xcom_bound() -> None:
     """The issue's case: 2,000 streams (one per host) gave ValueError from the size bound."""
-    from airflow_hetero.logs.limits import enforce_size_limit
     from airflow_hetero.logs.line_rules import LineRules
+    from airflow_hetero.logs.size_limit import enforce_size_limit
     from airflow_hetero.logs.streams import StreamLog
     from airflow_hetero.logs.summary import build_summary
 

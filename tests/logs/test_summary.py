@@ -7,17 +7,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_hetero.logs.limits import MIN_MAX_XCOM_BYTES, enforce_size_limit, format_table, json_size
 from airflow_hetero.logs.line_rules import LineRules
+from airflow_hetero.logs.shape import UTILIZATION_METRICS
+from airflow_hetero.logs.size_limit import MIN_MAX_XCOM_BYTES, enforce_size_limit, json_size
 from airflow_hetero.logs.streams import StreamLog
 from airflow_hetero.logs.summary import (
-    UTILIZATION_METRICS,
     aggregate_utilization,
     build_summary,
     instance_seconds,
     job_overview,
     natural_key,
 )
+from airflow_hetero.logs.table import format_table
 from airflow_hetero.runtime import format_marker
 
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from airflow_hetero.logs.limits import TABLE_WIDTH, format_table
+from airflow_hetero.logs.table import TABLE_WIDTH, format_table
 
 
 def group(hosts: list[str], **extra: Any) -> dict[str, Any]:

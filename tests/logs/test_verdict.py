@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from airflow_hetero.logs.capacity import Capacity, capacity, gpus, vcpus
-from airflow_hetero.logs.limits import enforce_size_limit, json_size
 from airflow_hetero.logs.series import MIN_SERIES_POINTS, group_series, halve, keys_of
+from airflow_hetero.logs.size_limit import enforce_size_limit, json_size
 from airflow_hetero.logs.verdict import Thresholds, format_verdict, judge
 
 

@@ -12,8 +12,9 @@ from moto import mock_aws
 from support.log_jobs import DescribeOverride
 from support.verdict_jobs import GPUS, data_and_train, flat, put_job
 
-from airflow_hetero.logs.limits import format_table, json_size
+from airflow_hetero.logs.size_limit import json_size
 from airflow_hetero.logs.summarize import summarize_training_job
+from airflow_hetero.logs.table import format_table
 from airflow_hetero.logs.verdict import format_verdict
 
 

@@ -1,0 +1,289 @@
+"""The shape of a job's log summary, stated once: what every module that builds or reads it may rely on.
+
+The summary is the XCom ``return_value`` of
+:class:`~airflow_hetero.operators.log_summary.HeteroLogSummaryOperator` and of
+:func:`~airflow_hetero.logs.summarize.summarize_training_job`. XCom stores plain JSON, so these are
+``TypedDict`` s: plain dicts at run time, checked keys and value types for mypy. Keys are listed in
+the order the summary holds them (its JSON is written in that order).
+
+* :class:`LogSummary`: the summary as built (:func:`airflow_hetero.logs.summary.build_summary`) and
+  as the size bound leaves it after cutting (:mod:`airflow_hetero.logs.size_limit`); its
+  ``groups`` are :class:`GroupSummary`, ``verdict`` a :class:`Verdict`
+  (:mod:`airflow_hetero.logs.verdict`), ``truncated`` a :class:`Truncated`.
+* :class:`SummarySkeleton`: what is left when even the cut summary is too big (the job's status
+  and counts). :data:`BoundedSummary` is either: what the function returns and XCom holds.
+
+Pure: no imports from the package.
+"""
+
+from __future__ import annotations
+
+from typing import NotRequired, Required, TypedDict, final
+
+#: CloudWatch metric name -> key in a group's ``utilization`` (:class:`Utilization`).
+UTILIZATION_METRICS: dict[str, str] = {
+    "CPUUtilization": "cpu",
+    "MemoryUtilization": "memory",
+    "GPUUtilization": "gpu",
+    "GPUMemoryUtilization": "gpu_memory",
+}
+
+#: Datapoints of one host and metric as read from CloudWatch: (epoch seconds, average, maximum).
+Datapoint = tuple[float, float | None, float | None]
+
+
+class TimelineStep(TypedDict):
+    """One secondary status of the job (``SecondaryStatusTransitions``); ISO 8601 UTC times."""
+
+    status: str | None
+    start: str | None
+    end: str | None
+    seconds: float | None
+    ongoing: bool  # the step the job is in now (a running job's last step)
+    message: str | None  # None once the size bound cut it
+
+
+class TrainingWindow(TypedDict):
+    """TrainingStartTime to TrainingEndTime (or to now while the job runs)."""
+
+    start: str | None
+    end: str | None
+    seconds: float
+
+
+class JobOverview(TypedDict):
+    """The job-level part, from DescribeTrainingJob; without an answer only ``status`` (None) and ``partial``."""
+
+    status: str | None
+    secondary_status: NotRequired[str | None]
+    failure_reason: NotRequired[str | None]
+    partial: bool  # the job is still running: the summary covers what has been logged so far
+    timeline: NotRequired[list[TimelineStep]]
+    billable_seconds: NotRequired[int | None]
+    training_seconds: NotRequired[int | None]
+    training_window: NotRequired[TrainingWindow | None]
+
+
+class ErrorSampleEntry(TypedDict):
+    """One of the first error lines of a group, with the host and time it came from."""
+
+    host: str
+    time: str | None
+    line: str
+    exception: NotRequired[str]  # a traceback's closing ``Name: message`` line
+
+
+class MetricSummary(TypedDict):
+    """One MetricDefinition's values in a group: ``best`` is the min or max as ``goal`` says."""
+
+    last: float
+    best: float
+    goal: str  # "min" or "max"
+    count: int
+
+
+class UtilizationStat(TypedDict):
+    """One metric over a group's hosts and the training window."""
+
+    avg: float | None  # mean of the per-minute averages
+    max: float | None  # largest per-minute maximum
+    hosts: int  # hosts with datapoints
+    datapoints: int
+
+
+class Utilization(TypedDict):
+    """SageMaker's percentages (CPU and GPU summed over the instance's devices); None: no datapoints."""
+
+    cpu: UtilizationStat | None
+    memory: UtilizationStat | None
+    gpu: UtilizationStat | None
+    gpu_memory: UtilizationStat | None
+
+
+class SeriesLine(TypedDict):
+    """Per bucket: the mean of the hosts' averages and the largest maximum (None: no datapoint)."""
+
+    avg: list[float | int | None]
+    max: list[float | int | None]
+
+
+class Series(TypedDict):
+    """A group's utilisation over the training window in ``points`` buckets of ``step_seconds``
+    (:mod:`airflow_hetero.logs.series`); metrics without datapoints are left out."""
+
+    start: str | None
+    start_epoch: float
+    step_seconds: int
+    points: int
+    cpu: NotRequired[SeriesLine]
+    memory: NotRequired[SeriesLine]
+    gpu: NotRequired[SeriesLine]
+    gpu_memory: NotRequired[SeriesLine]
+    disk: NotRequired[SeriesLine]
+
+
+class LogPart(TypedDict):
+    """What the logs of a set of hosts say: a group's, or the unmapped hosts'."""
+
+    log_streams: list[str]
+    events: int
+    bytes: int
+    first_event: str | None
+    last_event: str | None
+    errors: int
+    warnings: int
+    error_samples: list[ErrorSampleEntry]
+    tail: dict[str, list[str]]  # host -> its last lines
+    metrics: dict[str, MetricSummary]
+
+
+class HostListTotals(TypedDict, total=False):
+    """Set by the size bound when it cuts a per-host list: the list's length before the cut."""
+
+    hosts_total: int
+    log_streams_total: int
+    mapped_by_total: int
+    tail_total: int
+
+
+class GroupSummary(LogPart, HostListTotals):
+    """One instance group. Key order: ``instance_type``, ``instance_count``, ``hosts``,
+    ``mapped_by``, the :class:`LogPart` keys, ``utilization``, ``instance_seconds``, ``series``."""
+
+    instance_type: str | None
+    instance_count: int
+    hosts: list[str]
+    mapped_by: dict[str, str]  # host -> the evidence that put it here (logs.mapping.SOURCES)
+    utilization: Utilization | None  # None: metrics were not read
+    instance_seconds: float | None
+    series: NotRequired[Series | None]  # summarize_training_job's; None: not read or none published
+
+
+class UnmappedSection(LogPart, HostListTotals):
+    """The hosts that no evidence maps to a group (``hosts`` first, then the :class:`LogPart` keys)."""
+
+    hosts: list[str]
+
+
+class GroupVerdict(TypedDict, total=False):
+    """One group as the verdict judged it; keys with no value are left out."""
+
+    resource: str  # "gpu" or "cpu": what the group is judged on
+    busy_percent: float  # per device
+    peak_percent: float
+    state: Required[str]  # saturated, busy, waiting, idle, no_data
+    instance_count: int
+    cpus: int
+    gpus: int
+    instance_seconds: float
+    waiting_share: float
+    waiting_instance_seconds: float
+    over_provisioned: bool  # only when True
+    suggested_count: int
+    memory_percent: float
+    disk_percent: float
+
+
+class Suggestion(TypedDict):
+    group: str
+    instance_count: int
+
+
+class Verdict(TypedDict):
+    """Which group holds the job back (:func:`airflow_hetero.logs.verdict.judge`)."""
+
+    kind: str  # bottleneck, balanced, not_saturated, no_data
+    bottleneck: str | None
+    message: str
+    suggestion: Suggestion | None
+    groups: dict[str, GroupVerdict]
+    idle_groups: list[str]
+    over_provisioned_groups: list[str]
+    notes: list[str]
+    thresholds: dict[str, float]
+    instance_seconds: float | None
+    waiting_instance_seconds: float | None
+    waiting_share: float | None
+
+
+@final  # so that ``"groups" in verdict`` tells a headline from a whole verdict
+class VerdictHeadline(TypedDict, total=False):
+    """A verdict the size bound cut to its headline (keys with no value left out)."""
+
+    kind: str
+    bottleneck: str
+    message: str
+    suggestion: Suggestion
+    waiting_share: float
+
+
+class TailCut(TypedDict):
+    lines_per_host: int
+    line_chars: int
+    lines_dropped: int
+
+
+class SamplesCut(TypedDict):
+    per_group: int
+    line_chars: int
+    dropped: int
+
+
+class SeriesCut(TypedDict, total=False):
+    points_per_group: int  # halved to this many points
+    dropped: bool  # dropped altogether
+
+
+class Truncated(TypedDict, total=False):
+    """What the size bound cut; ``{}`` when nothing was."""
+
+    bytes_before: int
+    max_xcom_bytes: int
+    series: SeriesCut
+    bytes_after: int
+    tail: TailCut
+    error_samples: SamplesCut
+    other: list[str]  # the other cuts, in the order they were made
+
+
+class LogSummary(JobOverview):
+    """The whole summary. Key order: ``training_job_name``, the :class:`JobOverview` keys, then the
+    ones below; ``verdict`` and ``api_calls`` come from summarize_training_job (build_summary adds
+    them when given what they need), the ``*_total`` keys from the size bound."""
+
+    training_job_name: str
+    groups: dict[str, GroupSummary]
+    unmapped_hosts: list[str]
+    unmapped: UnmappedSection | None
+    problems: list[str]
+    errors: int
+    warnings: int
+    truncated: Truncated
+    verdict: NotRequired[Verdict | VerdictHeadline]
+    api_calls: NotRequired[dict[str, int]]  # calls by action, plus "total"
+    problems_total: NotRequired[int]
+    unmapped_hosts_total: NotRequired[int]
+
+
+class SkeletonGroup(TypedDict):
+    instance_count: int | None
+    errors: int | None
+
+
+@final  # so that ``"unmapped" in summary`` tells a whole summary from a skeleton
+class SummarySkeleton(TypedDict):
+    """The job's status and counts only: what the size bound leaves when even the cut summary is too big."""
+
+    training_job_name: str | None
+    status: str | None
+    secondary_status: str | None
+    partial: bool | None
+    errors: int | None
+    warnings: int | None
+    failure_reason: str | None
+    groups: dict[str, SkeletonGroup]  # at most five, names cut to 64 characters
+    truncated: Truncated
+
+
+#: What summarize_training_job returns and XCom holds.
+BoundedSummary = LogSummary | SummarySkeleton

@@ -1,0 +1,165 @@
+"""The summary as a per-group table for the task log, every line within :data:`TABLE_WIDTH` (pure)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+from airflow_hetero.logs.shape import BoundedSummary, UnmappedSection, UtilizationStat
+from airflow_hetero.logs.text import strip_control
+
+_UTIL_KEYS = ("cpu", "memory", "gpu", "gpu_memory")
+
+
+def _percent(value: float | None) -> str:
+    """A utilisation percentage, with enough digits that a small one does not read as 0."""
+    if value is None:
+        return "-"
+    if value == 0 or abs(value) >= 10:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if abs(value) >= 1 else f"{value:.2g}"
+
+
+def _util(value: UtilizationStat | None) -> str:
+    if not value:
+        return "-"
+    return f"{_percent(value.get('avg'))}/{_percent(value.get('max'))}"
+
+
+def _utilization_note(groups: list[Mapping[str, Any]]) -> str | None:
+    """What a '-' in the utilisation columns means: not read, or no datapoints (GPU: none locally)."""
+    utils = [group.get("utilization") for group in groups]
+    if not utils:
+        return None
+    if all(util is None for util in utils):
+        return "utilisation: not read (include_metrics=False)"
+    if all(util is not None and util.get(key) for util in utils for key in _UTIL_KEYS):
+        return None
+    note = "utilisation: avg/max percent over the training window; '-' = no CloudWatch datapoints for the group"
+    if not any(util and (util.get("gpu") or util.get("gpu_memory")) for util in utils):
+        note += (
+            ". No GPU datapoints for any group: SageMaker publishes GPU metrics only for GPU instances,"
+            " and local runs (the offline endpoint) have no GPUs"
+        )
+    return note
+
+
+#: Columns the task-log table may use: the UI's log view shows about this many without cutting.
+TABLE_WIDTH = 100
+
+
+def _wrap(text: str, width: int = TABLE_WIDTH) -> list[str]:
+    """A long line as several of at most ``width`` columns, continuations indented."""
+    import textwrap
+
+    lines = textwrap.wrap(text, width=width, subsequent_indent="  ", break_on_hyphens=False)
+    return lines or [""]
+
+
+def _grid(rows: list[list[str]], *, wrap_column: int | None = None, width: int = TABLE_WIDTH) -> list[str]:
+    """Aligned columns within ``width``; ``wrap_column``'s comma lists wrap onto continuation lines.
+
+    When even that does not fit (very long group names), each row is stacked as ``name: value``
+    lines instead, so nothing is ever cut at the right edge.
+    """
+    header = rows[0]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    if wrap_column is not None and sum(widths) + 2 * (len(widths) - 1) > width:
+        others = sum(w for i, w in enumerate(widths) if i != wrap_column) + 2 * (len(widths) - 1)
+        longest_item = max(len(item) for row in rows[1:] for item in row[wrap_column].split(","))
+        widths[wrap_column] = max(len(header[wrap_column]), longest_item, width - others)
+    if sum(widths) + 2 * (len(widths) - 1) > width:
+        return _stacked(rows, width)
+    lines = []
+    for row in rows:
+        cells = [[cell] for cell in row]
+        if wrap_column is not None:
+            cells[wrap_column] = _split_list(row[wrap_column], widths[wrap_column])
+        for part in range(max(len(c) for c in cells)):
+            line = [(c[part] if part < len(c) else "").ljust(w) for c, w in zip(cells, widths, strict=True)]
+            lines.append("  ".join(line).rstrip())
+    return lines
+
+
+def _split_list(cell: str, width: int) -> list[str]:
+    """A comma-separated cell in pieces of at most ``width`` characters, split after commas."""
+    pieces: list[str] = []
+    for item in cell.split(","):
+        if pieces and len(pieces[-1]) + 1 + len(item) <= width:
+            pieces[-1] += "," + item
+        else:
+            pieces.append(item)
+    return [chunk for piece in pieces for chunk in _wrap(piece, width)] or [""]
+
+
+def _stacked(rows: list[list[str]], width: int) -> list[str]:
+    """One block per row: its first cell, then ``column: value`` lines, each within ``width``."""
+    header, lines = rows[0], []
+    for row in rows[1:]:
+        lines.extend(_wrap(f"{header[0]} {row[0]}", width))
+        for name, cell in zip(header[1:], row[1:], strict=True):
+            lines.extend(_wrap(f"  {name}: {cell}", width))
+    return lines
+
+
+def format_table(summary: BoundedSummary) -> str:
+    """A readable per-group summary for the task log, every line within :data:`TABLE_WIDTH`.
+
+    Two stacked tables (logs per group, then utilisation per group), then metrics, first errors
+    and problems; a long host list wraps inside its column, long text lines wrap. A skeleton's
+    groups and the unmapped hosts' section lack some of a group's keys: rows read them with
+    defaults.
+    """
+    billable = summary.get("billable_seconds")
+    lines = _wrap(
+        f"Training job {summary.get('training_job_name')}: {summary.get('status')}"
+        f" ({summary.get('secondary_status') or '-'})"
+        + (f", billable {billable} s" if billable is not None else "")
+        + (" [partial: job still running]" if summary.get("partial") else "")
+    )
+    if summary.get("failure_reason"):
+        lines.extend(_wrap(f"Failure reason: {summary['failure_reason']}"))
+    logs = [["group", "instance type", "n", "hosts", "streams", "events", "errors", "warnings"]]
+    utilisation = [["group", "cpu avg/max", "mem avg/max", "gpu avg/max", "gpu mem avg/max"]]
+    groups = cast("Mapping[str, Mapping[str, Any]]", summary.get("groups", {}))
+    sections = list(groups.items())
+    unmapped = cast("UnmappedSection | None", summary.get("unmapped"))  # a skeleton has none
+    if unmapped:
+        sections.append(("(unmapped)", {**unmapped, "instance_type": "?", "instance_count": "?"}))
+    for name, group in sections:
+        util = group.get("utilization") or {}
+        logs.append(
+            [
+                name,
+                str(group.get("instance_type") or "?"),
+                str(group.get("instance_count")),
+                ",".join(group.get("hosts", [])) or "-",
+                str(len(group.get("log_streams", []))),
+                str(group.get("events", 0)),
+                str(group.get("errors", 0)),
+                str(group.get("warnings", 0)),
+            ]
+        )
+        utilisation.append([name, *(_util(util.get(key)) for key in _UTIL_KEYS)])
+    lines.extend(_grid(logs, wrap_column=3))
+    lines.extend(_grid(utilisation))
+    note = _utilization_note(list(groups.values()))
+    if note:
+        lines.extend(_wrap(note))
+    for name, group in sections:
+        for metric, value in (group.get("metrics") or {}).items():
+            lines.extend(
+                _wrap(
+                    f"{name}: {metric} last={value['last']:g} best={value['best']:g} ({value['goal']}, "
+                    f"{value['count']} values)"
+                )
+            )
+        for sample in (group.get("error_samples") or [])[:3]:
+            text = sample["line"] + (f" -> {sample['exception']}" if sample.get("exception") else "")
+            lines.extend(_wrap(f"{name}: first errors: [{sample['host']}] {text[:200]}"))
+    for problem in cast("list[str] | None", summary.get("problems")) or ():
+        lines.extend(_wrap(f"problem: {problem}"))
+    if summary.get("truncated"):
+        lines.extend(_wrap(f"truncated to fit max_xcom_bytes: {json.dumps(summary['truncated'])}"))
+    return "\n".join(strip_control(line) for line in lines)  # names and reasons come from the job
