@@ -268,3 +268,18 @@ def test_the_cases_reach_every_step() -> None:
         "per-host lists",
         "everything but",
     }
+
+
+def test_the_docs_table_is_the_cutting_order() -> None:
+    """docs/log-summary.md lists CUTTING_ORDER step by step, each with the note it records."""
+    import re
+    from pathlib import Path
+
+    from airflow_hetero.logs.size_limit import CUTTING_ORDER
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "log-summary.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| (.+?) \| (.+?) \|$", page[page.index("## Size bound") :], re.MULTILINE)
+    assert [int(n) for n, _, _ in rows] == list(range(1, len(CUTTING_ORDER) + 1))
+    for (_, _, says), cut in zip(rows, CUTTING_ORDER, strict=True):
+        first = re.search(r"`([^`]+)`", says)
+        assert first is not None and cut.note.startswith(first.group(1).split(":")[0]), (says, cut.note)
