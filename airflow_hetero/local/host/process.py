@@ -331,13 +331,14 @@ class HostProcess:
         self.wait(KILL_WAIT)
         self.join_output(KILL_WAIT)
 
-    def kill(self) -> list[EndedProcess]:
+    def kill(self, *, by_mark: bool = True) -> list[EndedProcess]:
         """SIGKILL everything of the host still running: the shim's tree and group while the shim is
-        unreaped, and every process carrying the host's mark (found even when the shim is gone)."""
+        unreaped, and (``by_mark``) every process carrying the host's mark (found even when the shim is
+        gone; a caller ending several hosts sweeps their marks at once instead)."""
         if self.proc is None:
             return []
         alive = self.proc.returncode is None  # unreaped: its pid and group are still the host's
-        ended = kill_tree(self.proc.pid if alive else None, self.mark)
+        ended = kill_tree(self.proc.pid if alive else None, self.mark if by_mark else None)
         if alive:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)  # a group member the tree walk did not see

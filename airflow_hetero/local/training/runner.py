@@ -335,7 +335,9 @@ class JobRunner:
         deadline = time.monotonic() + self._options.stop_grace
         for proc in procs:
             proc.wait(max(0.0, deadline - time.monotonic()))
-        ended = [e for proc in procs for e in proc.kill()]
+        ended = [e for proc in procs for e in proc.kill(by_mark=False)]
+        if procs:  # one sweep of the marks for all the hosts: it reads every process's environment
+            ended.extend(kill_tree(None, self._store.job_dir(self.name) / "hosts"))
         if ended:
             log.info("job %s: killed %d process(es) of its hosts after the grace", self.name, len(ended))
         deadline = time.monotonic() + KILL_WAIT
@@ -347,10 +349,8 @@ class JobRunner:
 
     def kill_hosts(self) -> list[EndedProcess]:
         """SIGKILL every process of the job's hosts now, from any thread (the endpoint's last resort)."""
-        ended = kill_tree(None, self._store.job_dir(self.name) / "hosts")
-        for proc in list(self._procs.values()):
-            ended.extend(proc.kill())
-        return ended
+        ended = [e for proc in list(self._procs.values()) for e in proc.kill(by_mark=False)]
+        return ended + kill_tree(None, self._store.job_dir(self.name) / "hosts")
 
     def is_alive(self) -> bool:
         """True while the job's thread runs."""
