@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+#: Signals that stop ``local serve`` cleanly (SIGHUP: its terminal went away).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Seconds between two looks of the main thread at whether a stop signal came.
+WAKE_UP = 0.1
 
 
 def default_workdir() -> Path:
@@ -62,6 +66,12 @@ def _add_serve(subparsers: Any) -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-channel-bytes", type=int, default=8 << 30, help="bytes a channel may bring to one host (default 8 GiB)"
     )
+    serve.add_argument(
+        "--stop-grace",
+        type=float,
+        default=5.0,
+        help="seconds between SIGTERM and SIGKILL when hosts are stopped (default 5)",
+    )
     serve.set_defaults(handler=serve_command)
     return serve
 
@@ -91,6 +101,18 @@ def describe_endpoint(endpoint: Any, out: TextIO) -> None:
     out.flush()
 
 
+def report_recovery(service: Any, out: TextIO) -> None:
+    """Say which jobs and processes a previous endpoint on this workdir left behind (now ended)."""
+    recovered = service.recovered
+    if recovered:
+        out.write(
+            f"{len(recovered)} job(s) left running by a previous endpoint were marked Failed: {', '.join(recovered)}\n"
+        )
+    ended = service.describe_ended()
+    if ended:
+        out.write(f"killed {len(ended)} process(es) a previous endpoint's hosts left running: {', '.join(ended)}\n")
+
+
 def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the endpoint until SIGINT/SIGTERM; return the exit code."""
     from airflow_hetero.local.api.server import LocalEndpoint
@@ -110,25 +132,27 @@ def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         max_request_bytes=args.max_request_bytes,
         max_source_bytes=args.max_source_bytes,
         max_channel_bytes=args.max_channel_bytes,
+        stop_grace=args.stop_grace,
     )
     done = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in STOP_SIGNALS}
     try:
         endpoint.start()
-        recovered = endpoint.service.recovered
-        if recovered:
-            out.write(
-                f"{len(recovered)} job(s) left running by a previous endpoint were marked Failed: "
-                f"{', '.join(recovered)}\n"
-            )
+        report_recovery(endpoint.service, out)
         describe_endpoint(endpoint, out)
-        done.wait()
+        # Never an untimed wait: a signal delivered to another thread (the server starts one per
+        # request) does not interrupt the main thread's wait, and Python runs the handler only when
+        # the main thread runs again. Waking up every WAKE_UP seconds bounds that delay.
+        while not done.wait(WAKE_UP):
+            pass
         out.write("stopping...\n")
         out.flush()
     finally:
         endpoint.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    out.write("stopped.\n")
+    out.flush()
     return 0
 
 

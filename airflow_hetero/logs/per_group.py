@@ -58,6 +58,29 @@ def clean_text(text: str) -> str:
     return text if text.isprintable() else strip_control(text)
 
 
+def clean_values(value: Any) -> Any:
+    """``value`` with :func:`clean_text` applied to every string in it, dict keys included; anything
+    else is returned as it is (the same object when nothing needed cleaning).
+
+    The summary's names (groups, hosts, streams, instance types) and problems come from the job's own
+    logs and description; this keeps their control characters out of every returned value. A key
+    that would clash with another once cleaned keeps its escapes in printable form (``ascii``).
+    """
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        cleaned: dict[Any, Any] = {}
+        for key, item in value.items():
+            name = clean_values(key)
+            if name in cleaned and name != key:
+                name = ascii(key)[1:-1]
+            cleaned[name] = clean_values(item)
+        return cleaned
+    if isinstance(value, list):
+        return [clean_values(item) for item in value]
+    return value
+
+
 def _seconds(value: Any) -> float | None:
     """datetime -> epoch seconds (naive datetimes are UTC)."""
     if not isinstance(value, datetime):
@@ -368,4 +391,5 @@ def build_summary(
         )
     if api_calls is not None:
         summary["api_calls"] = dict(api_calls)
-    return summary
+    cleaned: LogSummary = clean_values(summary)
+    return cleaned

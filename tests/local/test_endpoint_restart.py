@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 from support.local_jobkit import BUCKET, pid_alive, put_source, request, unique, wait
+from support.serve_process import serve
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.cli import register
@@ -26,31 +26,10 @@ pytestmark = pytest.mark.slow
 SLEEPER = "import time\ntime.sleep(60)\n"
 
 
-def _serve(workdir: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
-    """Start ``python -m airflow_hetero.local serve`` and return (process, url, banner lines)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow_hetero.local", "serve", "--workdir", str(workdir), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    lines: list[str] = []
-    deadline = time.monotonic() + 30
-    while not lines or not lines[-1].startswith("Press Ctrl-C"):
-        line = proc.stdout.readline()
-        assert line or proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline, lines
-        lines.append(line.rstrip("\n"))
-    match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", lines[0])
-    assert match, lines
-    return proc, match.group(1), lines
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, list[str], Path]]:
     workdir = tmp_path / "work"
-    proc, url, lines = _serve(workdir)
+    proc, url, lines = serve(workdir, "--port", "0")
     yield proc, url, lines, workdir
     if proc.poll() is None:
         proc.kill()
@@ -69,6 +48,16 @@ def _wait_hosts(workdir: Path, job: str, count: int) -> list[dict[str, Any]]:
         time.sleep(0.05)
 
 
+def _wait_entry_points(facts: list[dict[str, Any]]) -> None:
+    """Wait until each host's shim has started its entry point."""
+    import psutil
+
+    deadline = time.monotonic() + 20
+    while not all(psutil.Process(f["pid"]).children() for f in facts):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def test_serve_prints_the_connection_and_stops_on_ctrl_c(served: tuple[Any, str, list[str], Path]) -> None:
     proc, url, lines, workdir = served
     text = "\n".join(lines)
@@ -80,6 +69,7 @@ def test_serve_prints_the_connection_and_stops_on_ctrl_c(served: tuple[Any, str,
     assert make_client("sts", url).get_caller_identity()["Account"] == "123456789012"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 0
+    assert proc.stdout.read().splitlines() == ["stopping...", "stopped."]
 
 
 def test_register_adds_local_serve() -> None:
@@ -89,7 +79,8 @@ def test_register_adds_local_serve() -> None:
     assert (args.port, args.workdir, args.host, args.seed) == (4567, Path("/tmp/w"), "0.0.0.0", 0)
     assert callable(args.handler)
     defaults = parser.parse_args(["local", "serve"])
-    assert (defaults.port, defaults.host) == (0, "127.0.0.1")
+    assert (defaults.port, defaults.host, defaults.stop_grace) == (0, "127.0.0.1", 5.0)
+    assert parser.parse_args(["local", "serve", "--stop-grace", "0.5"]).stop_grace == 0.5
 
 
 def test_crashed_endpoint_leaves_no_job_in_progress(served: tuple[Any, str, list[str], Path], tmp_path: Path) -> None:
@@ -100,27 +91,33 @@ def test_crashed_endpoint_leaves_no_job_in_progress(served: tuple[Any, str, list
     sm.create_training_job(**request(job, put_source(s3, job, SLEEPER)))
     wait(sm, job, secondary="Training")
     facts = _wait_hosts(workdir, job, 3)
+    gone, orphans = facts[0], facts[1:]
+    _wait_entry_points(orphans)
+    for orphan in orphans:  # frozen (as in the middle of a stop): they cannot notice their endpoint's death
+        os.kill(orphan["pid"], signal.SIGSTOP)
     proc.kill()  # the endpoint dies without a chance to clean up
     proc.wait()
-    assert all(pid_alive(f["pid"]) for f in facts)  # its hosts are orphaned, still running
-    gone = facts[0]
-    os.killpg(gone["pid"], signal.SIGKILL)  # one of them disappears on its own
-    deadline = time.monotonic() + 5
-    while pid_alive(gone["pid"]) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 10
+    while pid_alive(gone["pid"]) and time.monotonic() < deadline:  # the one left awake ends by itself
         time.sleep(0.05)
+    assert not pid_alive(gone["pid"])
+    assert all(pid_alive(f["pid"]) for f in orphans)  # the frozen ones are orphaned, still there
 
     with LocalEndpoint(workdir=workdir) as restarted:
         assert restarted.service.recovered == [job]
         done = restarted.client("sagemaker").describe_training_job(TrainingJobName=job)
+        ended = restarted.service.ended
     assert done["TrainingJobStatus"] == "Failed"
     assert done["SecondaryStatus"] == "Failed"
-    survivors = ", ".join(f["host"] for f in facts[1:])
+    survivors = ", ".join(f["host"] for f in orphans)
     assert done["FailureReason"] == (
         "InternalServerError: The local endpoint was restarted while the job was InProgress (Training); "
-        f"host processes {gone['host']} were already gone; orphaned hosts {survivors} were terminated. "
-        "The job cannot be resumed."
+        f"host processes {gone['host']} were already gone; orphaned hosts {survivors} were terminated; "
+        "2 other process(es) its hosts had started were still running and were killed. The job cannot be resumed."
     )
-    assert not any(pid_alive(f["pid"]) for f in facts)
+    assert {e.pid for e in ended} >= {f["pid"] for f in orphans}  # the shims, and their entry points
+    assert len(ended) == 4
+    assert not any(pid_alive(e.pid) for e in ended)
 
 
 def test_clean_shutdown_ends_running_jobs_and_state_survives(tmp_path: Path) -> None:

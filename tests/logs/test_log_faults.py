@@ -178,3 +178,38 @@ def test_ansi_escapes_and_control_characters_are_stripped(aws: dict[str, Any]) -
     table = format_table(summary)
     assert not any((ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in table)
     assert "host algo-9 said something" in table
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in ``value``, dict keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def test_control_characters_from_forged_names_reach_no_value_of_the_summary(aws: dict[str, Any]) -> None:
+    create_job(aws["sagemaker_client"], "evil", [("A", "ml.c5.xlarge", 1), ("B", "ml.p3.2xlarge", 1)])
+    put_stream(aws["logs_client"], "evil/algo-1-1700000000", ["SM_CURRENT_HOST=algo-1", "SM_CURRENT_INSTANCE_GROUP=A"])
+    put_stream(
+        aws["logs_client"],
+        "evil/algo-2-1700000000",
+        [
+            format_marker("algo-2", "B\x07", "ml.p3.2xlarge\x9b2J"),  # its own group, with a bell
+            format_marker("algo-1", "\x1b[31mEVIL\x1b[0m", "x"),  # another host's, with colours
+            "SM_CURRENT_INSTANCE_GROUP=\x1b]0;pwned\x07C",
+        ],
+    )
+    summary = summarize_training_job("evil", include_metrics=False, **aws)
+    dirty = [s for s in _strings(summary) if any((ord(c) < 32 and c != "\t") or 0x7F <= ord(c) <= 0x9F for c in s)]
+    assert dirty == []
+    assert (
+        "evil/algo-2-1700000000: marker names host algo-1 (group EVIL), not its own host algo-2; ignored"
+        in (summary["problems"])
+    )
+    assert summary["groups"]["A"]["hosts"] == ["algo-1"]

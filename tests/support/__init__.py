@@ -5,6 +5,7 @@ through its ``conftest.py``).
 ``fault_proxy`` (a loopback proxy that loses, resets or fails answers), ``log_jobs`` and
 ``verdict_jobs`` (jobs with logs and metrics put to moto), ``task_logs`` (a task's log records),
 ``png`` (read a screenshot), ``local_jobkit`` (sources, requests and waits for the offline
-endpoint) and ``sdk_client.py`` (run by path in the SageMaker SDK's own venv, built by ``make``
-from ``sdk-requirements.txt``).
+endpoint), ``serve_process`` (``local serve`` as a child process, the pids its hosts started),
+``cpu_load`` (CPU burners on every core) and ``sdk_client.py`` (run by path in the SageMaker
+SDK's own venv, built by ``make`` from ``sdk-requirements.txt``).
 """

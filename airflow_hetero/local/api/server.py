@@ -26,6 +26,8 @@ from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KE
 from airflow_hetero.local.training.runner import RunOptions
 
 LOOPBACK = "127.0.0.1"
+#: Seconds :meth:`LocalEndpoint.stop` waits for the serving thread once the jobs have ended.
+SERVER_STOP_TIMEOUT = 5.0
 
 
 class LocalEndpoint:
@@ -108,15 +110,23 @@ class LocalEndpoint:
         return self
 
     def stop(self) -> None:
-        """End running jobs (Failed, hosts terminated), stop serving, remove a temporary workdir."""
+        """End running jobs (Failed, hosts terminated), stop serving, remove a temporary workdir.
+
+        Bounded: the service's shutdown (``stop_grace`` plus its margin), then at most
+        ``SERVER_STOP_TIMEOUT`` seconds for the server thread; nothing here waits without a timeout.
+        """
         if self._server is None:
             return
-        self.service.shutdown()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._server = None
+        try:
+            self.service.shutdown()
+        finally:
+            server, self._server = self._server, None
+            # shutdown() waits for serve_forever to notice (it polls every 0.5 s), with no timeout of
+            # its own: ask from a helper thread and wait for the serving thread with one.
+            threading.Thread(target=server.shutdown, name="local-endpoint-stop", daemon=True).start()
+            if self._thread is not None:
+                self._thread.join(SERVER_STOP_TIMEOUT)
+            server.server_close()
         if self._workdir_arg is None and self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
 

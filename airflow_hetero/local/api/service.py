@@ -4,18 +4,19 @@ Holds the job store and the running jobs; at most ``RunOptions.max_hosts`` hosts
 CreateTrainingJob beyond that answers ``ResourceLimitExceeded``, as SageMaker does at a quota.
 Requests are plain dicts (the JSON 1.1 bodies) and answers are dicts shaped like SageMaker's, with
 timestamps as epoch seconds. At start-up, a job left InProgress or Stopping by a previous endpoint
-process is ended Failed with a reason saying why: its hosts were supervised by a process that is gone.
+process is ended Failed with a reason saying why: its hosts were supervised by a process that is gone;
+every process a previous endpoint's hosts left running (found by pid and start time, and by the
+host mark in their environment) is killed and listed in :attr:`TrainingService.ended`. Shutdown is
+bounded: each running job gets ``stop_grace`` plus ``SHUTDOWN_MARGIN`` seconds to end by itself,
+then every process of its hosts is killed and the job recorded Failed.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import copy
 import functools
 import logging
-import os
-import signal
 import threading
 import time
 from datetime import datetime
@@ -25,7 +26,7 @@ from typing import Any
 from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.local.api.errors import ServiceError, not_found, validation
 from airflow_hetero.local.api.request_rules import validate_create
-from airflow_hetero.local.host.process import kill_tree
+from airflow_hetero.local.host.process import EndedProcess, kill_tree, wait_gone
 from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.layout import plan_cluster
 from airflow_hetero.local.training.runner import JobRunner, RunOptions
@@ -35,6 +36,11 @@ log = logging.getLogger(__name__)
 
 ACCOUNT_ID = "123456789012"
 MAX_SLOTS = 254
+#: Seconds a job gets beyond ``stop_grace`` to end by itself at shutdown before its hosts are killed.
+SHUTDOWN_MARGIN = 3.0
+SHUTDOWN_REASON = (
+    "InternalServerError: The local endpoint shut down while the job was running; its hosts were terminated."
+)
 _DEFAULTS: dict[str, Any] = {
     "HyperParameters": {},
     "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
@@ -73,6 +79,9 @@ class TrainingService:
         self._slots: dict[str, int] = {}
         self._hosts_running: dict[str, int] = {}
         self._clients: Clients | None = None
+        self._closing = False
+        self.ended: list[EndedProcess] = []
+        """Processes a previous endpoint's hosts left running, killed at start-up."""
         self.recovered = self.recover()
 
     def attach(self, endpoint_url: str) -> None:
@@ -81,27 +90,14 @@ class TrainingService:
 
     # -- restart -----------------------------------------------------------------------------
     def recover(self) -> list[str]:
-        """End every job a previous endpoint process left unfinished; return their names."""
+        """End every job a previous endpoint process left unfinished and kill every process its hosts
+        left running (listed in :attr:`ended`); return the names of the jobs."""
         recovered = []
         for record in self.store.records():
             if record["TrainingJobStatus"] in TERMINAL:
                 continue
             name = record["TrainingJobName"]
-            hosts = self.store.load_hosts(name)
-            killed = {h["host"]: _kill_if_alive(h) for h in hosts}
-            survivors = [name for name, proc in killed.items() if proc is not None]
-            _wait_dead([proc for proc in killed.values() if proc is not None])
-            gone = [h["host"] for h in hosts if h["host"] not in survivors]
-            state = f"{record['TrainingJobStatus']} ({record.get('SecondaryStatus')})"
-            reason = f"InternalServerError: The local endpoint was restarted while the job was {state}; "
-            if not hosts:
-                reason += "no host had been started yet."
-            else:
-                if gone:
-                    reason += f"host processes {', '.join(gone)} were already gone"
-                if survivors:
-                    reason += ("; " if gone else "") + f"orphaned hosts {', '.join(survivors)} were terminated"
-                reason += ". The job cannot be resumed."
+            reason = self._recover_job(name, f"{record['TrainingJobStatus']} ({record.get('SecondaryStatus')})")
 
             def change(r: dict[str, Any], reason: str = reason) -> None:
                 r["FailureReason"] = reason
@@ -109,7 +105,44 @@ class TrainingService:
 
             self.store.update(name, change)
             recovered.append(name)
+        leftovers = kill_tree(None, self.store.root)  # what hosts of ended jobs left, if anything
+        wait_gone(leftovers)
+        self.ended.extend(leftovers)
         return recovered
+
+    def _recover_job(self, name: str, state: str) -> str:
+        """Kill what is left of one unfinished job's hosts; the job's FailureReason."""
+        hosts = self.store.load_hosts(name)
+        alive = {h["host"]: h["pid"] for h in hosts if _still_the_host(h)}
+        ended = [e for pid in alive.values() for e in kill_tree(pid)]  # each shim's tree, also in other sessions
+        ended.extend(e for e in kill_tree(None, self.store.job_dir(name) / "hosts") if e.pid not in alive.values())
+        wait_gone(ended)
+        self.ended.extend(ended)
+        reason = f"InternalServerError: The local endpoint was restarted while the job was {state}; "
+        if not hosts:
+            return reason + "no host had been started yet."
+        gone = [h["host"] for h in hosts if h["host"] not in alive]
+        parts = []
+        if gone:
+            parts.append(f"host processes {', '.join(gone)} were already gone")
+        if alive:
+            parts.append(f"orphaned hosts {', '.join(alive)} were terminated")
+        others = len([e for e in ended if e.pid not in alive.values()])
+        if others:
+            parts.append(f"{others} other process(es) its hosts had started were still running and were killed")
+        return reason + "; ".join(parts) + ". The job cannot be resumed."
+
+    def describe_ended(self) -> list[str]:
+        """Each process of :attr:`ended` as ``PID NAME (job host)``."""
+        described = []
+        for entry in self.ended:
+            where = ""
+            if entry.mark is not None:
+                parts = Path(entry.mark).parts[-3:]
+                if len(parts) == 3 and parts[1] == "hosts":
+                    where = f" ({parts[0]} {parts[2]})"
+            described.append(f"{entry.pid} {entry.name}{where}")
+        return described
 
     # -- actions -------------------------------------------------------------------------------
     def create(self, request: dict[str, Any], region: str) -> dict[str, Any]:
@@ -140,6 +173,8 @@ class TrainingService:
         add_transition(record, "Starting", "Preparing the instances for training", now)
         hosts = sum(g.instance_count for g in instance_groups(request))
         with self._lock:
+            if self._closing:
+                raise ServiceError("ServiceUnavailable", "The local endpoint is shutting down", 503)
             slot = next((s for s in range(1, MAX_SLOTS + 1) if s not in self._slots.values()), None)
             if slot is None:
                 raise ServiceError("ResourceLimitExceeded", f"The local endpoint runs at most {MAX_SLOTS} jobs at once")
@@ -185,8 +220,10 @@ class TrainingService:
                 on_done=self._done,
             )
             with self._lock:
+                if self._closing:
+                    raise ServiceError("ServiceUnavailable", "The local endpoint is shutting down", 503)
                 self._runners[self.store.key(name)] = runner
-            runner.start()
+                runner.start()  # under the lock: shutdown sees every runner that may start a host
         except Exception as exc:  # never leave a recorded job InProgress without a runner
             self._done(name)
             reason = f"InternalServerError: the local endpoint could not start the job: {exc!r}"
@@ -282,17 +319,32 @@ class TrainingService:
         return answer
 
     # -- shutdown ------------------------------------------------------------------------------
-    def shutdown(self, timeout: float = 30.0) -> None:
-        """End every running job Failed (hosts terminated) because the endpoint is going away."""
+    def shutdown(self) -> None:
+        """End every running job Failed (hosts terminated) because the endpoint is going away.
+
+        Bounded: ``stop_grace + SHUTDOWN_MARGIN`` seconds for all the jobs to end by themselves; then
+        every process of a job still running is killed and the job recorded Failed. No create is
+        accepted once this has begun.
+        """
         with self._lock:
+            self._closing = True
             runners = list(self._runners.values())
         for runner in runners:
-            runner.abort(
-                "InternalServerError: The local endpoint shut down while the job was running; "
-                "its hosts were terminated."
-            )
+            runner.abort(SHUTDOWN_REASON)
+        deadline = time.monotonic() + self._options.stop_grace + SHUTDOWN_MARGIN
         for runner in runners:
-            runner.join(timeout)
+            runner.join(max(0.0, deadline - time.monotonic()))
+        for runner in runners:
+            if runner.is_alive():
+                killed = runner.kill_hosts()
+                log.warning("job %s did not end in time at shutdown: killed %d process(es)", runner.name, len(killed))
+                self.store.update(runner.name, _fail_unless_ended)
+
+
+def _fail_unless_ended(record: dict[str, Any]) -> None:
+    if record["TrainingJobStatus"] not in TERMINAL:
+        record["FailureReason"] = SHUTDOWN_REASON
+        finish(record, "Failed", "Failed", "Training job failed")
 
 
 def _decode_token(token: Any) -> int:
@@ -304,41 +356,17 @@ def _decode_token(token: Any) -> int:
         raise validation("Invalid pagination token") from exc
 
 
-def _kill_if_alive(host: dict[str, Any]) -> Any:
-    """SIGKILL a host's process tree and group left by a previous endpoint process.
-
-    Returns the psutil process when it was still running (and really is that host: same pid and
-    start time), None when it was already gone.
-    """
+def _still_the_host(host: dict[str, Any]) -> bool:
+    """True when a recorded host's main process still runs: same pid and start time, not a zombie."""
     import psutil
 
     pid, created = host.get("pid"), host.get("create_time")
     if not pid:
-        return None
+        return False
     try:
         proc = psutil.Process(pid)
         if created is not None and abs(proc.create_time() - created) > 0.01:
-            return None  # the pid was reused by an unrelated process
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None  # dead, only waiting to be reaped by its new parent
-        kill_tree(pid)  # the host shim and everything it still holds, also in other sessions
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        return proc
-    except (psutil.Error, ProcessLookupError, PermissionError):
-        return None
-
-
-def _wait_dead(procs: list[Any], timeout: float = 5.0) -> None:
-    """Wait until every process is gone or a zombie (orphans are reaped by init, not by us)."""
-    import psutil
-
-    deadline = time.monotonic() + timeout
-    for proc in procs:
-        while time.monotonic() < deadline:
-            try:
-                if proc.status() == psutil.STATUS_ZOMBIE:
-                    break
-            except psutil.Error:
-                break
-            time.sleep(0.02)
+            return False  # the pid was reused by an unrelated process
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)  # a zombie is dead, waiting for its new parent
+    except psutil.Error:
+        return False

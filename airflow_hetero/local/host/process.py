@@ -2,8 +2,12 @@
 
 Every host runs in a new session under :mod:`airflow_hetero.local.host.shim`, a child subreaper, so
 every process the entry point starts stays in the host's process tree, even one that called
-``setsid()``. Stopping the job sends SIGTERM to the group and the tree, as SageMaker does, then
-after a grace period freezes the whole tree (SIGSTOP, so nothing can fork away) and SIGKILLs it.
+``setsid()``; the shim also ends its host when the endpoint's thread that started it dies (a
+parent-death signal). Every process of a host carries the host's *mark* in its environment
+(``AIRFLOW_HETERO_LOCAL_HOST``: the host's directory), inherited by everything it starts, so what a
+host left behind is found by the mark even when its shim is gone (:func:`marked`). Stopping the job
+sends SIGTERM to the group and the tree, as SageMaker does, then after a grace period freezes the
+whole tree (SIGSTOP, so nothing can fork away) and SIGKILLs it. No step waits without a timeout.
 Output is read line by line from both pipes into the host's log file and the log shipper; the last
 stderr lines are kept for the job's FailureReason. A log file that cannot be written (full disk)
 never stops the reader: lines still reach the log stream and :attr:`HostProcess.write_error` says
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -27,12 +32,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+log = logging.getLogger(__name__)
+
 LineSink = Callable[[str, int], None]
 """Receives each output line and its timestamp in milliseconds."""
 
 SHIM = Path(__file__).with_name("shim.py")
+MARK_ENV = "AIRFLOW_HETERO_LOCAL_HOST"
+"""The environment variable that marks every process of a host (its value: the host's directory)."""
 #: Rounds of freezing a process tree before it is killed (a tree still growing after this is killed as seen).
 _FREEZE_ROUNDS = 20
+#: Seconds a killed host's main process gets to be reaped, and its pipes to close.
+KILL_WAIT = 2.0
+
+
+@dataclass(frozen=True)
+class EndedProcess:
+    """A process that :func:`kill_tree` killed: pid, program name and host mark (None when unmarked)."""
+
+    pid: int
+    name: str
+    mark: str | None
+
+
+def host_mark(directory: Path | str) -> str:
+    """The mark of a host whose directory is ``directory`` (an absolute path)."""
+    return os.path.abspath(directory)
 
 
 def tree(pid: int) -> list[Any]:
@@ -46,27 +71,85 @@ def tree(pid: int) -> list[Any]:
         return []
 
 
-def kill_tree(pid: int) -> int:
-    """Freeze ``pid`` and every descendant (SIGSTOP until no new process appears), then SIGKILL them all.
+def marked(root: Path | str) -> dict[int, tuple[Any, str]]:
+    """Living processes (pid -> (psutil process, mark)) whose host mark lies in directory ``root``.
 
-    Freezing first means no process can fork or re-parent a child away while the tree is killed.
-    Returns how many processes were killed.
+    Environments the endpoint may not read (other users' processes) are skipped; this process is never
+    one of them.
     """
     import psutil
 
-    frozen: dict[int, Any] = {}
+    base = host_mark(root)
+    prefix = base.rstrip(os.sep) + os.sep
+    found: dict[int, tuple[Any, str]] = {}
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            mark = proc.environ().get(MARK_ENV)
+            if mark is not None and (mark == base or mark.startswith(prefix)) and proc.status() != "zombie":
+                found[proc.pid] = (proc, mark)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _members(pid: int | None, root: Path | str | None) -> dict[int, tuple[Any, str | None]]:
+    members: dict[int, tuple[Any, str | None]] = {p.pid: (p, None) for p in tree(pid)} if pid else {}
+    if root is not None:
+        members.update(marked(root))
+    return members
+
+
+def kill_tree(pid: int | None, root: Path | str | None = None) -> list[EndedProcess]:
+    """Freeze ``pid``'s tree and every process marked under ``root`` (SIGSTOP until no new process
+    appears), then SIGKILL them all.
+
+    Freezing first means no process can fork or re-parent a child away while the tree is killed.
+    ``pid`` None: only the marked processes (a host whose main process is gone). Returns what was killed.
+    """
+    import psutil
+
+    frozen: dict[int, tuple[Any, str | None]] = {}
     for _ in range(_FREEZE_ROUNDS):
-        fresh = [p for p in tree(pid) if p.pid not in frozen]
+        fresh = {p: entry for p, entry in _members(pid, root).items() if p not in frozen}
         if not fresh:
             break
-        for proc in fresh:
+        for proc, _mark in fresh.values():
             with contextlib.suppress(psutil.Error):
                 proc.suspend()
-            frozen[proc.pid] = proc
-    for proc in frozen.values():
+        frozen.update(fresh)
+    ended: list[EndedProcess] = []
+    for proc, mark in frozen.values():
+        try:
+            name = proc.name()
+        except psutil.Error:
+            name = "?"
         with contextlib.suppress(psutil.Error):
             proc.kill()
-    return len(frozen)
+            ended.append(EndedProcess(proc.pid, name, mark))
+    return ended
+
+
+def wait_gone(ended: list[EndedProcess], timeout: float = KILL_WAIT) -> list[EndedProcess]:
+    """Wait up to ``timeout`` seconds until every process of ``ended`` is gone (or a zombie); the rest."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    left = list(ended)
+    while left:
+        still = []
+        for entry in left:
+            try:
+                if psutil.Process(entry.pid).status() != psutil.STATUS_ZOMBIE:
+                    still.append(entry)
+            except psutil.Error:
+                pass
+        left = still
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    return left
 
 
 @dataclass(frozen=True)
@@ -86,10 +169,22 @@ class HostProcess:
     """A running host: its process group, pipes and output tails."""
 
     def __init__(
-        self, name: str, command: list[str], *, env: dict[str, str], cwd: Path, log_file: Path, sink: LineSink
+        self,
+        name: str,
+        command: list[str],
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        log_file: Path,
+        sink: LineSink,
+        mark: str | None = None,
+        grace: float = 2.0,
     ) -> None:
         self.name = name
         self.command = command
+        self.mark = mark
+        """The host's mark (see :func:`host_mark`), carried by all its processes; None: unmarked."""
+        self._grace = grace
         self._env = env
         self._cwd = cwd
         self._log_file = log_file
@@ -123,11 +218,19 @@ class HostProcess:
             handle.write(line + "\n")
 
     def start(self) -> int:
-        """Start the process (under the host shim) in a new session; return its pid (= its group id)."""
+        """Start the process (under the host shim) in a new session; return its pid (= its group id).
+
+        The shim ends the host by itself ``grace`` seconds after a SIGTERM, and when the thread that
+        calls this dies (so call it from a thread that outlives the host, as a job's runner does).
+        """
+        env = dict(self._env)
+        if self.mark is not None:
+            env[MARK_ENV] = self.mark
+        shim = [sys.executable, str(SHIM), "--parent", str(os.getpid()), "--grace", repr(self._grace), "--"]
         self.proc = subprocess.Popen(
-            [sys.executable, str(SHIM), "--", *self.command],
+            [*shim, *self.command],
             cwd=self._cwd,
-            env=self._env,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -167,10 +270,10 @@ class HostProcess:
         """Exit code of the main process, or None while it runs."""
         if self.proc is None:
             return None
-        self._reap(block=False)
+        self._reap()
         return self.proc.returncode
 
-    def _reap(self, *, block: bool) -> None:
+    def _reap(self) -> None:
         """Reap the main process with ``wait4`` (keeping its :class:`HostUsage`) once it has exited.
 
         The exit code goes to ``Popen.returncode``, so Popen's own ``poll``/``wait`` see it.
@@ -179,7 +282,7 @@ class HostProcess:
         if proc is None or proc.returncode is not None:
             return
         try:
-            pid, status, rusage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
         except ChildProcessError:  # reaped elsewhere; Popen reports what it can
             proc.poll()
             return
@@ -191,7 +294,7 @@ class HostProcess:
         self.usage = HostUsage(cpu_seconds=rusage.ru_utime + rusage.ru_stime, ended=ended)
         proc.returncode = os.waitstatus_to_exitcode(status)
 
-    def _wait(self, timeout: float) -> None:
+    def wait(self, timeout: float) -> None:
         """Reap the main process if it exits within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while self.poll() is None:
@@ -215,20 +318,42 @@ class HostProcess:
             os.kill(self.proc.pid, signum)
 
     def terminate(self, grace: float) -> None:
-        """SIGTERM the host, kill its whole tree after ``grace`` seconds, reap it, drain the pipes."""
+        """SIGTERM the host, kill everything of it after ``grace`` seconds, reap it, drain the pipes.
+
+        Bounded: ``grace`` plus at most ``2 * KILL_WAIT`` seconds, whatever the host does.
+        """
         if self.proc is None:
             return
         if self.poll() is None:
             self.signal_group(signal.SIGTERM)
-            self._wait(grace)
-        if self.proc.returncode is None:  # still unreaped: its tree is still reachable from it
-            kill_tree(self.proc.pid)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # a group member the tree walk did not see
-        self._reap(block=True)
-        self.join_output()
+            self.wait(grace)
+        self.kill()
+        self.wait(KILL_WAIT)
+        self.join_output(KILL_WAIT)
 
-    def join_output(self, timeout: float = 5.0) -> None:
-        """Wait until both pipes are drained (every line has reached the sinks)."""
+    def kill(self, *, by_mark: bool = True) -> list[EndedProcess]:
+        """SIGKILL everything of the host still running: the shim's tree and group while the shim is
+        unreaped, and (``by_mark``) every process carrying the host's mark (found even when the shim is
+        gone; a caller ending several hosts sweeps their marks at once instead)."""
+        if self.proc is None:
+            return []
+        alive = self.proc.returncode is None  # unreaped: its pid and group are still the host's
+        ended = kill_tree(self.proc.pid if alive else None, self.mark if by_mark else None)
+        if alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # a group member the tree walk did not see
+        return ended
+
+    def join_output(self, timeout: float = KILL_WAIT) -> bool:
+        """Wait up to ``timeout`` seconds until both pipes are drained (every line has reached the sinks).
+
+        Returns False when a pipe is still open (a process out of reach holds it); its reader stays a
+        daemon thread.
+        """
+        deadline = time.monotonic() + timeout
         for reader in self._readers:
-            reader.join(timeout)
+            reader.join(max(0.0, deadline - time.monotonic()))
+        open_pipes = [reader for reader in self._readers if reader.is_alive()]
+        if open_pipes:
+            log.warning("host %s: its output was still open %.1f s after it was ended", self.name, timeout)
+        return not open_pipes

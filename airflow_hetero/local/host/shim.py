@@ -1,15 +1,22 @@
 """The first process of every host: runs the entry point and keeps every process it starts in reach.
 
-Run as ``python shim.py -- COMMAND...`` (stdlib only, imports nothing of the package, so it
-starts fast). On Linux it makes itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``, no
-privileges needed): a process the entry point starts stays its descendant even after it calls
-``setsid()`` or double-forks, instead of being re-parented to init. So the endpoint finds every
-process of a host by walking this process's tree, and nothing a training script starts can escape
-a stop or a shutdown.
+Run as ``python shim.py [--parent PID] [--grace SECONDS] -- COMMAND...`` (stdlib only, imports
+nothing of the package, so it starts fast). On Linux it makes itself a *child subreaper*
+(``prctl(PR_SET_CHILD_SUBREAPER)``, no privileges needed): a process the entry point starts stays
+its descendant even after it calls ``setsid()`` or double-forks, instead of being re-parented to
+init. So the endpoint finds every process of a host by walking this process's tree, and nothing a
+training script starts can escape a stop or a shutdown.
 
-The shim exits with the entry point's exit code (or dies of the same signal). When the entry point
-ends, whatever it left running is ended too (SIGTERM, then SIGKILL after ``GRACE`` seconds), as
-when a SageMaker container stops. On SIGTERM it passes the signal to every descendant.
+Given ``--parent``, it also asks for SIGTERM when its parent (the endpoint's thread that started it)
+dies (``prctl(PR_SET_PDEATHSIG)``), and checks that parent is still there once asked: a host whose
+endpoint was SIGKILLed ends on its own, whole tree included.
+
+Signals: the handlers only note the signal (a list append, which cannot fail and may re-enter
+freely); the main loop passes each one to every descendant. SIGTERM also starts the grace:
+``--grace`` seconds (default ``GRACE``) later the shim freezes its whole tree and SIGKILLs it,
+so a host ends within that bound even when nobody is left to kill it. The shim exits with the entry
+point's exit code (or dies of the same signal). When the entry point ends, whatever it left running
+is ended too (SIGTERM, then SIGKILL after the grace), as when a SageMaker container stops.
 """
 
 from __future__ import annotations
@@ -22,24 +29,54 @@ import subprocess
 import sys
 import time
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-#: Seconds the processes left behind by an ended entry point get between SIGTERM and SIGKILL.
+#: Seconds between SIGTERM and SIGKILL (a stop, or what an ended entry point left behind).
 GRACE = 2.0
+#: Rounds of freezing the tree before it is killed (a tree still growing after this is killed as seen).
+FREEZE_ROUNDS = 20
+#: Seconds the killed tree gets to be gone before the shim exits anyway.
+KILL_WAIT = 2.0
+#: Seconds between two looks at the entry point and the pending signals.
+TICK = 0.02
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+_received: list[int] = []
+"""Signals noted by the handler, not yet passed on (appended by the handler, drained by the loop)."""
+_reaped: dict[int, int] = {}
+"""Wait status of every child reaped so far, by pid."""
 
 
-def become_subreaper() -> bool:
-    """Make this process the reaper of its orphaned descendants (Linux); False where unsupported."""
+def _note(signum: int, frame: object) -> None:
+    """The signal handler: note the signal and nothing else, so it can neither fail nor block."""
+    _received.append(signum)
+
+
+def _prctl(option: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        return bool(libc.prctl(option, value, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
 
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux); False where unsupported."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def die_with_parent(signum: int = signal.SIGTERM) -> bool:
+    """Get ``signum`` when the parent thread dies (Linux); False where unsupported."""
+    return _prctl(PR_SET_PDEATHSIG, int(signum))
+
+
 def descendants(root: int) -> list[int]:
-    """Pids of every living descendant of ``root`` (from ``/proc``; empty where there is none)."""
+    """Pids of every living descendant of ``root`` (from ``/proc``; empty where there is none).
+
+    Reads bytes, not text: no codec is looked up, so this works in any state of the interpreter.
+    """
     children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
@@ -49,12 +86,12 @@ def descendants(root: int) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
                 stat = handle.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1 and fields[0] != "Z":
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and fields[0] != b"Z":
             children.setdefault(int(fields[1]), []).append(int(entry))
     found: list[int] = []
     todo = [root]
@@ -65,54 +102,120 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def signal_all(signum: int) -> None:
-    """Send ``signum`` to every descendant of this process."""
-    for pid in descendants(os.getpid()):
+def signal_all(signum: int, pids: list[int] | None = None) -> None:
+    """Send ``signum`` to ``pids`` (every descendant of this process by default)."""
+    for pid in descendants(os.getpid()) if pids is None else pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
 
 
 def reap() -> None:
-    """Reap every exited child (orphans re-parented to this subreaper included)."""
+    """Reap every exited child (orphans re-parented to this subreaper included), noting its status."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        _reaped[pid] = status
+
+
+def kill_all(wait: float = KILL_WAIT) -> None:
+    """Freeze every descendant (SIGSTOP until no new one appears), SIGKILL them all, reap them.
+
+    Gives up waiting after ``wait`` seconds (a process stuck in the kernel), never blocks longer.
+    """
+    frozen: list[int] = []
+    for _ in range(FREEZE_ROUNDS):
+        fresh = [pid for pid in descendants(os.getpid()) if pid not in frozen]
+        if not fresh:
+            break
+        signal_all(signal.SIGSTOP, fresh)
+        frozen.extend(fresh)
+    signal_all(signal.SIGKILL, frozen)
+    deadline = time.monotonic() + wait
+    while True:
+        reap()
+        left = descendants(os.getpid())
+        if not left or time.monotonic() >= deadline:
+            return
+        signal_all(signal.SIGKILL, left)
+        time.sleep(TICK / 2)
 
 
 def end_leftovers(grace: float = GRACE) -> None:
     """SIGTERM what the entry point left running, SIGKILL it after ``grace`` seconds, reap it all."""
     if not descendants(os.getpid()):
+        reap()
         return
     signal_all(signal.SIGTERM)
     deadline = time.monotonic() + grace
     while descendants(os.getpid()) and time.monotonic() < deadline:
         reap()
-        time.sleep(0.02)
-    signal_all(signal.SIGKILL)
-    while descendants(os.getpid()):
+        time.sleep(TICK)
+    kill_all()
+
+
+def supervise(child: int, grace: float) -> tuple[int, float]:
+    """Wait for ``child``, passing noted signals on and killing the tree ``grace`` s after a SIGTERM.
+
+    Returns (the child's wait status, the monotonic time by which leftovers must be gone).
+    """
+    kill_at: float | None = None
+    while True:
         reap()
-        time.sleep(0.01)
-    reap()
+        if child in _reaped:
+            return _reaped[child], kill_at if kill_at is not None else time.monotonic() + grace
+        pending = set()
+        while _received:
+            pending.add(_received.pop())
+        for signum in sorted(pending):
+            signal_all(signum)
+        if signal.SIGTERM in pending and kill_at is None:
+            kill_at = time.monotonic() + grace
+        if kill_at is not None and time.monotonic() >= kill_at:
+            kill_all()
+        time.sleep(TICK)
+
+
+def parse(argv: list[str]) -> tuple[int | None, float, list[str]]:
+    """(parent pid or None, grace seconds, command) from ``[--parent PID] [--grace S] -- COMMAND...``."""
+    parent: int | None = None
+    grace = GRACE
+    args = list(argv)
+    while args and args[0] in ("--parent", "--grace") and len(args) > 1:
+        option, value = args.pop(0), args.pop(0)
+        if option == "--parent":
+            parent = int(value)
+        else:
+            grace = float(value)
+    if args and args[0] == "--":
+        args.pop(0)
+    return parent, grace, args
 
 
 def main(argv: list[str]) -> int:
-    """Run ``argv`` (after ``--``), return its exit code; die of its signal when it was killed."""
-    command = argv[1:] if argv and argv[0] == "--" else argv
+    """Run the command, return its exit code; die of its signal when it was killed."""
+    parent, grace, command = parse(argv)
     if not command:
         sys.stderr.write("hostshim: no command\n")
         return 2
+    for signum in FORWARDED:
+        signal.signal(signum, _note)
     become_subreaper()
+    if parent is not None:
+        die_with_parent(signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before it could be watched
+            return 128 + signal.SIGTERM
     child = subprocess.Popen(command)
-    signal.signal(signal.SIGTERM, lambda *_: signal_all(signal.SIGTERM))
-    signal.signal(signal.SIGINT, lambda *_: signal_all(signal.SIGINT))
-    code = child.wait()
-    end_leftovers()
+    status, kill_at = supervise(child.pid, grace)
+    code = os.waitstatus_to_exitcode(status)
+    child.returncode = code  # reaped here, not by Popen
+    end_leftovers(max(0.0, kill_at - time.monotonic()))
     if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
         return 128 - code
     return code

@@ -3,6 +3,11 @@
 The endpoint reads channels, writes models, ships logs and metrics through its own URL with
 ordinary boto3 calls, the way the training platform uses the user's account. Clients are built
 once per (service, region) and shared: boto3 clients are thread-safe and slow to create.
+
+One part of a botocore client is not: ``client.exceptions`` is built on first use, without a lock,
+so two threads using a fresh client at once can each build their own classes, and the
+``ResourceAlreadyExistsException`` one thread suppresses is not the class the client raises.
+:func:`make_client` builds them before the client is handed to anyone.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ DEFAULT_REGION = "us-east-1"
 
 
 def make_client(service: str, endpoint_url: str, region: str = DEFAULT_REGION) -> Any:
-    """A boto3 client for ``service`` against ``endpoint_url`` with the endpoint's fake credentials."""
+    """A boto3 client for ``service`` against ``endpoint_url`` with the endpoint's fake credentials,
+    safe to share between threads from the start (its exception classes already built)."""
     import boto3
     from botocore.config import Config
 
@@ -24,7 +30,9 @@ def make_client(service: str, endpoint_url: str, region: str = DEFAULT_REGION) -
         aws_access_key_id=FAKE_ACCESS_KEY, aws_secret_access_key=FAKE_SECRET_KEY, region_name=region
     )
     config = Config(retries={"max_attempts": 3, "mode": "standard"}, s3={"addressing_style": "path"})
-    return session.client(service, endpoint_url=endpoint_url, config=config)
+    client = session.client(service, endpoint_url=endpoint_url, config=config)
+    client.exceptions  # noqa: B018 - built now, while no other thread can see the client
+    return client
 
 
 class Clients:

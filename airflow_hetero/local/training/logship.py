@@ -97,10 +97,10 @@ class LogShipper:
             self._wake.clear()
             self.flush()
 
-    def close(self) -> None:
-        """Stop the thread after a last flush."""
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the thread (waiting at most ``timeout`` seconds for a batch being sent), then flush."""
         self._closed.set()
         self._wake.set()
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join(timeout)
         self.flush()

@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow_hetero.local.host import toolkit_env
 from airflow_hetero.local.host.launch import command, host_environment, install_resolver
-from airflow_hetero.local.host.process import HostProcess
+from airflow_hetero.local.host.process import KILL_WAIT, EndedProcess, HostProcess, host_mark, kill_tree
 from airflow_hetero.local.training.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
 from airflow_hetero.local.training.layout import Cluster, Host
 from airflow_hetero.local.training.logship import LogShipper, stream_name
@@ -262,6 +262,8 @@ class JobRunner:
                 cwd=host.code_dir,
                 log_file=logs_dir / f"{host.name}.log",
                 sink=functools.partial(_emit, shipper, matcher, stream),
+                mark=host_mark(host.base_dir),
+                grace=self._options.stop_grace,
             )
             now = time.time()
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
@@ -321,14 +323,38 @@ class JobRunner:
         return self._procs[host.name].error_tail()
 
     def _terminate_all(self) -> None:
-        """SIGTERM every host at once, then kill what still runs when one shared grace period is over."""
+        """SIGTERM every host at once, then kill what still runs when one shared grace period is over.
+
+        Everything of every host is killed, by process tree and by host mark (so also what a host whose
+        shim is gone left behind); then each host is reaped and its output drained, each step bounded.
+        """
         procs = list(self._procs.values())
         for proc in procs:
             if proc.poll() is None:
                 proc.signal_group(signal.SIGTERM)
         deadline = time.monotonic() + self._options.stop_grace
         for proc in procs:
-            proc.terminate(max(0.0, deadline - time.monotonic()))
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        ended = [e for proc in procs for e in proc.kill(by_mark=False)]
+        if procs:  # one sweep of the marks for all the hosts: it reads every process's environment
+            ended.extend(kill_tree(None, self._store.job_dir(self.name) / "hosts"))
+        if ended:
+            log.info("job %s: killed %d process(es) of its hosts after the grace", self.name, len(ended))
+        deadline = time.monotonic() + KILL_WAIT
+        for proc in procs:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        deadline = time.monotonic() + KILL_WAIT
+        for proc in procs:
+            proc.join_output(max(0.0, deadline - time.monotonic()))
+
+    def kill_hosts(self) -> list[EndedProcess]:
+        """SIGKILL every process of the job's hosts now, from any thread (the endpoint's last resort)."""
+        ended = [e for proc in list(self._procs.values()) for e in proc.kill(by_mark=False)]
+        return ended + kill_tree(None, self._store.job_dir(self.name) / "hosts")
+
+    def is_alive(self) -> bool:
+        """True while the job's thread runs."""
+        return self._thread.is_alive()
 
     def _upload(self, *, required: bool) -> None:
         """Merge the hosts' model dirs into model.tar.gz (and output/data into output.tar.gz)."""

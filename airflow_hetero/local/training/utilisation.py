@@ -194,8 +194,8 @@ class MetricsSampler:
             else:
                 self.publish(self.sample(first_only=True))
 
-    def close(self) -> None:
-        """Stop sampling."""
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop sampling (waiting at most ``timeout`` seconds for a sample being sent)."""
         self._closed.set()
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join(timeout)
