@@ -245,6 +245,15 @@ def _verdict_details(cutting: _Cutting) -> Iterator[None]:
         yield
 
 
+def _price_descriptions(cutting: _Cutting) -> Iterator[None]:
+    prices = (cutting.out.get("cost") or {}).get("prices") or {}
+    if any("description" in entry for entry in prices.values()):
+        for entry in prices.values():
+            entry.pop("description", None)
+        cutting.other("cost: price descriptions")
+        yield
+
+
 #: Lists and mappings of a section that grow with the number of hosts and streams.
 _HOST_KEYS = ("hosts", "log_streams", "mapped_by", "tail")
 
@@ -314,6 +323,7 @@ CUTTING_ORDER: tuple[Cut, ...] = (
         _verdict_details,
         "other: verdict details",
     ),
+    Cut("the price descriptions of the cost (prices and sources stay)", _price_descriptions, "other: cost"),
     Cut(
         "every per-host list (hosts, log_streams, mapped_by, tail; unmapped_hosts, problems) to 64, 16, 4, 1, "
         "0 entries",

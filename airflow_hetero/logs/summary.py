@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from airflow_hetero.job.resource_config import GroupSpec, instance_groups
 from airflow_hetero.logs.capacity import Capacity
+from airflow_hetero.logs.cost import job_cost
 from airflow_hetero.logs.mapping import HostMapping, resolve_mapping
 from airflow_hetero.logs.series import group_series
 from airflow_hetero.logs.shape import (
@@ -39,6 +40,7 @@ from airflow_hetero.logs.streams import (
 )
 from airflow_hetero.logs.text import iso, strip_control
 from airflow_hetero.logs.verdict import Thresholds, judge_groups
+from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 
@@ -240,6 +242,15 @@ class VerdictSpec:
 
 
 @dataclass(frozen=True)
+class CostSpec:
+    """Asks :func:`build_summary` for the cost (``cost``) and the verdict's effects, with these prices
+    (instance type -> :class:`~airflow_hetero.pricing.price_list.Price`, all in ``currency``)."""
+
+    prices: Mapping[str, Price]
+    currency: str = PRICE_LIST_CURRENCY
+
+
+@dataclass(frozen=True)
 class _Options:
     """What every group's entry is built from, besides its own hosts and logs."""
 
@@ -301,15 +312,16 @@ def build_summary(
     read_problems: Sequence[str] = (),
     series: SeriesSpec | None = None,
     verdict: VerdictSpec | None = None,
+    cost: CostSpec | None = None,
     api_calls: Mapping[str, int] | None = None,
 ) -> LogSummary:
     """The whole summary (before the size bound), built once, in its documented key order.
 
     ``datapoints`` None means metrics were not read; ``clip_datapoints=False`` takes them as
     already limited to the training window (by the query). ``read_problems`` (what reading the logs
-    ran into) follow the mapping's problems. Given ``series``, ``verdict`` or ``api_calls``, the
-    groups' series, the verdict and the reading cost are part of the summary; without them those
-    keys are left out.
+    ran into) follow the mapping's problems. Given ``series``, ``verdict``, ``cost`` or ``api_calls``,
+    the groups' series, the verdict, the cost (and the verdict's effects in money) and the reading
+    cost are part of the summary; without them those keys are left out.
     """
     describe = describe or {}
     specs: list[GroupSpec] = instance_groups(describe)
@@ -365,6 +377,18 @@ def build_summary(
             partial=summary["partial"],
             thresholds=verdict.thresholds,
             capacity_overrides=verdict.capacity_overrides,
+            prices=cost.prices if cost else None,
+            currency=cost.currency if cost else PRICE_LIST_CURRENCY,
+        )
+    if cost is not None:
+        judged = summary.get("verdict")
+        summary["cost"] = job_cost(
+            groups,
+            judged if judged and "groups" in judged else None,
+            cost.prices,
+            currency=cost.currency,
+            describe=describe,
+            partial=summary["partial"],
         )
     if api_calls is not None:
         summary["api_calls"] = dict(api_calls)

@@ -23,7 +23,18 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, cast
 
 from airflow_hetero.logs.capacity import Capacity, capacity
-from airflow_hetero.logs.shape import GroupSummary, GroupVerdict, LogSummary, Series, Verdict, VerdictHeadline
+from airflow_hetero.logs.cost import bottleneck_assumption, bottleneck_speedup, scaling_effect
+from airflow_hetero.logs.shape import (
+    GroupSummary,
+    GroupVerdict,
+    LogSummary,
+    Series,
+    Suggestion,
+    SuggestionEffect,
+    Verdict,
+    VerdictHeadline,
+)
+from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
 
 _NAMES = {"gpu": "GPUs", "cpu": "CPUs"}
 
@@ -193,8 +204,13 @@ def judge_groups(
     partial: bool,
     thresholds: Thresholds | Mapping[str, Any] | None = None,
     capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
+    prices: Mapping[str, Price] | None = None,
+    currency: str = PRICE_LIST_CURRENCY,
 ) -> Verdict:
-    """The verdict of a summary's groups (``partial``: the job is still running); see :func:`judge`."""
+    """The verdict of a summary's groups (``partial``: the job is still running); see :func:`judge`.
+
+    Given ``prices`` (instance type -> :class:`~airflow_hetero.pricing.price_list.Price`), each
+    suggestion carries its ``effect`` in ``currency`` (:func:`airflow_hetero.logs.cost.scaling_effect`)."""
     limits = Thresholds.of(thresholds)
     overrides = capacity_overrides or {}
     groups = {
@@ -254,7 +270,16 @@ def judge_groups(
         factor = min(limits.target_percent / max(judged[slow]["busy_percent"], 1.0), limits.max_scale)
         suggested = max(count + 1, math.ceil(count * factor - 1e-9))
         verdict["kind"], verdict["bottleneck"] = "bottleneck", bottleneck
-        verdict["suggestion"] = {"group": bottleneck, "instance_count": suggested}
+        suggestion: Suggestion = {"group": bottleneck, "instance_count": suggested}
+        verdict["suggestion"] = suggestion
+        if prices is not None:
+            busy, resource = judged[slow]["busy_percent"], judged[slow]["resource"]
+            speedup = bottleneck_speedup(count, suggested, busy, limits.target_percent)
+            assumption = bottleneck_assumption(slow, resource, busy, limits.target_percent, speedup)
+            money = (summary_groups, prices)
+            suggestion["effect"] = scaling_effect(
+                bottleneck, suggested, *money, currency=currency, speedup=speedup, assumption=assumption
+            )
         parts.append(
             f"{label(slow)} {_fmt(judged[slow]['busy_percent'])}% busy while {label(bottleneck)} are at "
             f"{_fmt(b['busy_percent'])}%: {bottleneck} is the bottleneck; try {suggested} {bottleneck} instances"
@@ -280,6 +305,7 @@ def judge_groups(
         fewer = max(1, math.ceil(count * g["busy_percent"] / limits.target_percent))
         if fewer < count:
             g.update(over_provisioned=True, suggested_count=fewer)
+            g.update(_fewer_effect(name, fewer, summary_groups, prices, currency))
             verdict["over_provisioned_groups"].append(name)
             parts.append(
                 f"{name} is over-provisioned: {_fmt(g['busy_percent'])}% busy; "
@@ -291,6 +317,17 @@ def judge_groups(
     verdict["message"] = "; ".join(parts)
     verdict["groups"] = _compact(groups)
     return verdict
+
+
+def _fewer_effect(
+    name: str, fewer: int, groups: Mapping[str, GroupSummary], prices: Mapping[str, Price] | None, currency: str
+) -> dict[str, SuggestionEffect]:
+    """``{"effect": ...}`` of running an over-provisioned group with ``fewer`` instances ({} without prices)."""
+    if prices is None:
+        return {}
+    plural = "s" if fewer > 1 else ""
+    assumption = f"if {fewer} {name} instance{plural} do its work: it is not the bottleneck, so the run's length stays"
+    return {"effect": scaling_effect(name, fewer, groups, prices, currency=currency, assumption=assumption)}
 
 
 def _compact(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, GroupVerdict]:
@@ -334,5 +371,31 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
             f"  instance time spent waiting: {shares['waiting_instance_seconds']:g} of "
             f"{shares['instance_seconds']:g} instance-seconds ({shares['waiting_share']:.0%})"
         )
+    suggestion = verdict.get("suggestion")
+    if suggestion and "effect" in suggestion:
+        lines.append(effect_line(suggestion["group"], suggestion["effect"]))
+    for name, g in (full["groups"] if full else {}).items():
+        if "effect" in g:
+            lines.append(effect_line(name, g["effect"]))
     lines.extend(f"  note: {note}" for note in (full["notes"] if full else ()))
     return "\n".join(lines)
+
+
+def _signed(value: float, currency: str) -> str:
+    return f"{value:+.4g} {currency}"
+
+
+def effect_line(group: str, effect: SuggestionEffect) -> str:
+    """A suggestion's effect for the task log: money per hour and per run, the run's length, the model."""
+    head = f"  if {group} has {effect['suggested_count']} instead of {effect['instance_count']} instances: "
+    money = []
+    if effect["per_hour"] is not None:
+        money.append(f"{_signed(effect['per_hour'], effect['currency'])}/h")
+    if effect["per_run"] is not None:
+        money.append(f"{_signed(effect['per_run'], effect['currency'])} per run")
+    run, after = effect.get("run_seconds"), effect.get("run_seconds_after")
+    length = f"run {run:g} s -> {after:g} s" if run is not None and after is not None and run != after else ""
+    parts = [", ".join(money) or "cost unknown", length, effect["assumption"]]
+    if "reason" in effect:
+        parts.append(f"({effect['reason']})")
+    return head + "; ".join(p for p in parts if p)
