@@ -84,7 +84,8 @@ def job_cost(
     per_group = {
         name: _group_cost(g, judged.get(name), prices.get(g.get("instance_type") or "")) for name, g in groups.items()
     }
-    notes = [f"{name}: cost unknown: {c['reason']}" for name, c in per_group.items() if "reason" in c]
+    unknown = [name for name, c in per_group.items() if "reason" in c]
+    notes = [f"total unknown: no cost for {', '.join(unknown)} (see its reason)"] if unknown else []
     costs = [c["cost"] for c in per_group.values()]
     known = bool(costs) and all(c is not None for c in costs)
     waits = [c["waiting_cost"] for c in per_group.values()]

@@ -256,7 +256,6 @@ class PriceEntry(TypedDict):
     currency: str
     source: NotRequired[str]  # override, pricing_api, cache
     description: NotRequired[str]  # the Price List's own words (the offline endpoint's say "stand-in")
-    reason: NotRequired[str]  # why there is no price
 
 
 class SpotRatio(TypedDict):

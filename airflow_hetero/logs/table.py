@@ -118,6 +118,9 @@ def _seconds(value: float | None) -> str:
 def cost_lines(cost: Cost) -> list[str]:
     """The cost table (per group and the total, in the summary's currency), then the prices and notes."""
     currency = cost["currency"]
+    if "groups" not in cost:  # cut by the size bound to its total
+        total, waiting = _money(cost.get("total")), _money(cost.get("waiting"))
+        return [f"cost: {total} {currency} in all, waiting {waiting} {currency} (details cut to fit max_xcom_bytes)"]
     rows = [["group", "instance-s", f"{currency}/h", "cost", "waiting s", "waiting cost"]]
     for name, g in cost["groups"].items():
         rows.append(

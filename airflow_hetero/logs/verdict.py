@@ -326,7 +326,8 @@ def _fewer_effect(
     if prices is None:
         return {}
     plural = "s" if fewer > 1 else ""
-    assumption = f"if {fewer} {name} instance{plural} do its work: it is not the bottleneck, so the run's length stays"
+    verb = "do" if fewer > 1 else "does"
+    assumption = f"if {fewer} {name} instance{plural} {verb} its work: it is not the bottleneck, so the run's length stays"
     return {"effect": scaling_effect(name, fewer, groups, prices, currency=currency, assumption=assumption)}
 
 

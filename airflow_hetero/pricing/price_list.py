@@ -49,9 +49,10 @@ class Price:
     reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The summary's ``cost.prices`` entry (keys without a value left out)."""
+        """The summary's ``cost.prices`` entry (keys without a value left out; the reason of a missing
+        price is the cost's, in its group)."""
         out: dict[str, Any] = {"per_hour": self.per_hour, "currency": self.currency}
-        for key in ("source", "description", "reason"):
+        for key in ("source", "description"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
