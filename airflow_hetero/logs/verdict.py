@@ -327,7 +327,7 @@ def _fewer_effect(
         return {}
     plural = "s" if fewer > 1 else ""
     verb = "do" if fewer > 1 else "does"
-    assumption = f"if {fewer} {name} instance{plural} {verb} its work: it is not the bottleneck, so the run's length stays"
+    assumption = f"if {fewer} {name} instance{plural} {verb} its work: not the bottleneck, so the run's length stays"
     return {"effect": scaling_effect(name, fewer, groups, prices, currency=currency, assumption=assumption)}
 
 

@@ -144,7 +144,7 @@ def test_unknown_job_and_empty_name_fail(job: str) -> None:
 
 
 def test_prices_and_currency_override_and_are_checked_at_parse_time(job: str) -> None:
-    summary, ti = run(
+    summary, _ = run(
         job_name=job, prices={"ml.c5.xlarge": 0.2, "ml.p3.2xlarge": 3.0}, currency="EUR", use_pricing_api=False
     )
     cost = summary["cost"]
