@@ -218,8 +218,16 @@ def test_operator_pushes_each_group_and_returns_the_summary(
     assert pushed == {
         **{f"group_{name}": group for name, group in summary["groups"].items()},
         "verdict": summary["verdict"],
+        "cost": summary["cost"],  # new: the cost per group, priced through the same connection
         **({"_link_InstanceGroupsLink": pushed.get("_link_InstanceGroupsLink")} if AIRFLOW_V_3 else {}),
     }
+    # prices came from the endpoint's GetProducts, read as from AWS (same connection, pricing client)
+    cost = summary["cost"]
+    for name, group in summary["groups"].items():
+        price = cost["prices"][group["instance_type"]]
+        assert price["source"] in ("pricing_api", "cache") and "stand-in" in price["description"]
+        assert cost["groups"][name]["cost"] == round(group["instance_seconds"] * price["per_hour"] / 3600, 4)
+    assert cost["total"] == round(sum(g["cost"] for g in cost["groups"].values()), 4)
     assert all(len(lines) <= 2 for lines in pushed["group_data_group"]["tail"].values())
     assert pushed["group_dnn_group"]["metrics"]["train:loss"]["best"] == 0.4
     assert pushed["group_data_group"]["utilization"]["cpu"] is not None
