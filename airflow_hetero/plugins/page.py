@@ -14,7 +14,9 @@ from typing import Any, cast
 
 from airflow_hetero.logs.capacity import capacity
 from airflow_hetero.logs.series import SERIES_METRICS
-from airflow_hetero.logs.shape import GroupSummary, GroupVerdict, LogSummary, Series, Verdict
+from airflow_hetero.logs.shape import Cost, GroupSummary, GroupVerdict, LogSummary, Series, Verdict
+from airflow_hetero.logs.table import PRICE_SOURCES
+from airflow_hetero.logs.verdict import effect_line
 
 #: Series key -> (label, colour, device kind dividing it).
 LINES: dict[str, tuple[str, str, str | None]] = {
@@ -140,6 +142,43 @@ def _verdict_table(verdict: Verdict, groups: Mapping[str, GroupSummary]) -> str:
     return f"<table>{''.join(rows)}</table>"
 
 
+def _money(value: Any) -> str:
+    return "unknown" if value is None else f"{float(value):.4g}"
+
+
+def _cost_table(cost: Cost) -> str:
+    """The cost per group, the total and the waiting cost, then where each price came from."""
+    currency = escape(str(cost.get("currency")))
+    if "groups" not in cost:
+        return f'<p class="muted">Cost: {_money(cost.get("total"))} {currency} (details cut to fit the XCom bound)</p>'
+    rows = [
+        f"<tr><th>group</th><th>instance-seconds</th><th>{currency}/h</th><th>cost</th>"
+        "<th>waiting instance-seconds</th><th>waiting cost</th></tr>"
+    ]
+    for name, g in cost["groups"].items():
+        reason = f' title="{escape(g["reason"])}"' if "reason" in g else ""
+        rows.append(
+            f"<tr><td>{escape(name)}</td><td>{_num(g['instance_seconds'])}</td><td>{_money(g['price_per_hour'])}</td>"
+            f"<td{reason}>{_money(g['cost'])}</td><td>{_num(g['waiting_instance_seconds'])}</td>"
+            f"<td>{_money(g['waiting_cost'])}</td></tr>"
+        )
+    rows.append(
+        f"<tr><th>total</th><th></th><th></th><th>{_money(cost['total'])}</th><th></th>"
+        f"<th>{_money(cost['waiting'])}</th></tr>"
+    )
+    parts = [f"<h2>Cost <span class='muted'>{currency}</span></h2><table>{''.join(rows)}</table>"]
+    for name, price in cost["prices"].items():
+        if price.get("per_hour") is not None:
+            where = PRICE_SOURCES.get(str(price.get("source")), str(price.get("source")))
+            said = f": {price['description']}" if price.get("description") else ""
+            text = f"{name}: {price['per_hour']:g} {cost.get('currency')}/h ({where}{said})"
+            parts.append(f'<p class="muted">{escape(text)}</p>')
+    reasons = [f"{name}: {g['reason']}" for name, g in cost["groups"].items() if "reason" in g]
+    parts.extend(f'<p class="muted">Cost unknown for {escape(r)}</p>' for r in reasons)
+    parts.extend(f'<p class="muted">Note: {escape(note)}</p>' for note in cost.get("notes") or ())
+    return "".join(parts)
+
+
 def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     """The whole page for one task instance's summary (``where`` names the task instance);
     a short explanation when the task pushed no summary."""
@@ -171,7 +210,14 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
             f'<p class="muted">Instance time spent waiting: {_num(verdict.get("waiting_instance_seconds"))} of '
             f"{_num(verdict.get('instance_seconds'))} instance-seconds ({float(waiting_share):.0%}).</p>"
         )
+    suggestion = verdict.get("suggestion")
+    effects = [(suggestion["group"], suggestion["effect"])] if suggestion and "effect" in suggestion else []
+    effects += [(n, g["effect"]) for n, g in (verdict.get("groups") or {}).items() if "effect" in g]
+    body.extend(f"<p>{escape(effect_line(name, effect).strip())}</p>" for name, effect in effects)
     body.extend(f'<p class="muted">Note: {escape(str(note))}</p>' for note in verdict.get("notes") or ())
+    cost = whole.get("cost")
+    if cost:
+        body.append(_cost_table(cost))
     for name, group in groups.items():
         judged = (verdict.get("groups") or {}).get(name) or cast("GroupVerdict", {})
         body.append(

@@ -222,3 +222,42 @@ def test_the_summary_operator_still_imports_light() -> None:
     for heavy in ("logs.streams", "logs.summary", "logs.series", "plugins.page", *web, "hooks"):
         assert heavy not in loaded, loaded
     assert "airflow_hetero.logs.verdict" in loaded and "airflow_hetero.links.instance_groups" in loaded
+
+
+def test_page_shows_the_cost_and_the_suggestions_effect() -> None:
+    from airflow_hetero.logs.cost import job_cost
+    from airflow_hetero.pricing.price_list import Price
+
+    page = summary(
+        suggestion={
+            "group": "data_group",
+            "instance_count": 4,
+            "effect": {
+                "instance_count": 2,
+                "suggested_count": 4,
+                "currency": "USD",
+                "per_hour": 7.344,
+                "per_run": -3.08,
+                "run_seconds": 600.0,
+                "run_seconds_after": 304.0,
+                "assumption": "if <x> reaches 75%",
+            },
+        }
+    )
+    groups = {
+        "data_group": {"instance_type": "ml.c5.18xlarge", "instance_count": 2, "instance_seconds": 1200.0},
+        "<b>odd</b>": {"instance_type": "ml.p3.2xlarge", "instance_count": 1, "instance_seconds": 600.0},
+    }
+    prices = {
+        "ml.c5.18xlarge": Price("ml.c5.18xlarge", 3.672, "USD", "pricing_api", "stand-in <1>"),
+        "ml.p3.2xlarge": Price("ml.p3.2xlarge", None, "USD", reason="refused <2>"),
+    }
+    page["cost"] = job_cost(groups, None, prices, currency="USD", describe={}, partial=False)  # type: ignore[arg-type]
+    html = render_page(page, where="w")
+    assert "<h2>Cost <span class='muted'>USD</span></h2>" in html
+    assert "<td>data_group</td><td>1200</td><td>3.672</td><td>1.224</td>" in html
+    assert "<th>total</th><th></th><th></th><th>unknown</th>" in html
+    assert "ml.c5.18xlarge: 3.672 USD/h (Price List API: stand-in &lt;1&gt;)" in html
+    assert "Cost unknown for &lt;b&gt;odd&lt;/b&gt;: refused &lt;2&gt;" in html
+    assert "if data_group has 4 instead of 2 instances: +7.344 USD/h, -3.08 USD per run; run 600 s -&gt; 304 s" in html
+    assert "<x>" not in html
