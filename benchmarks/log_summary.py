@@ -109,7 +109,7 @@ def run_reader(name: str, endpoint: str, job: str, workers: int) -> dict[str, An
 
     from airflow_hetero.logs import summarize_training_job
     from airflow_hetero.logs.cloudwatch import list_job_streams, read_stream
-    from airflow_hetero.logs.line_rules import LineRules
+    from airflow_hetero.logs.patterns import LineRules
     from airflow_hetero.logs.streams import StreamLog, host_from_stream
 
     counts: dict[str, int] = {}

@@ -2,7 +2,7 @@
 
 Called from the field validators of :mod:`airflow_hetero.definition.model`; each raises an error
 whose message is shown to the user as written. Cross-field rules live in
-:mod:`airflow_hetero.definition.rules`.
+:mod:`airflow_hetero.definition.cross_field`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from airflow_hetero.definition import instance_types
-from airflow_hetero.definition.distribution_rules import Loc
+from airflow_hetero.definition.distribution import Loc
 
 MAX_GROUPS = 5
 MAX_CHANNELS = 20

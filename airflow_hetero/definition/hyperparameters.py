@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.definition import distribution_rules, source
+from airflow_hetero.definition import distribution, source
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.model import JobFields
@@ -90,9 +90,9 @@ def distribution_hyperparameters(job: JobFields) -> dict[str, Any]:
     (``PyTorch._pytorch_distribution_configuration``). Everything else:
     ``Framework._distribution_configuration``.
     """
-    dist = distribution_rules.sdk_form(job.distribution or {}, job.framework)
+    dist = distribution.sdk_form(job.distribution or {}, job.framework)
     group = job.distribution_group if job.is_hetero else None
-    if not distribution_rules.torch_distributed_launches(dist, job.framework):
+    if not distribution.torch_distributed_launches(dist, job.framework):
         return _framework_configuration(dist, group, job.instance_type)
     config = _framework_configuration(dist, group, job.instance_type) if "smdistributed" in dist else {}
     config["sagemaker_torch_distributed_enabled"] = True

@@ -1,7 +1,7 @@
 """Typed definitions of a SageMaker heterogeneous-cluster training job, and how to load one.
 
 :class:`HeteroTrainingJob` is the job's fields (:mod:`airflow_hetero.definition.model`) plus its
-cross-field rules (:mod:`airflow_hetero.definition.rules`). Every rule the service (or the SDK, or
+cross-field rules (:mod:`airflow_hetero.definition.cross_field`). Every rule the service (or the SDK, or
 the training container) would enforce later is checked here, at DAG-parse time, and all problems
 are reported at once with the path of the field: see ``docs/definitions.md``.
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError, ValidatorFunctionWrapHandler, model_validator
 
-from airflow_hetero.definition import checks, rules
+from airflow_hetero.definition import checks, cross_field
 from airflow_hetero.definition.errors import JobDefinitionError, Problem
 from airflow_hetero.definition.input_limits import InputLimitError, InputLimits
 from airflow_hetero.definition.model import InstanceGroup, JobFields, ShuffleConfig, TrainingInput
@@ -51,9 +51,9 @@ class HeteroTrainingJob(JobFields):
         if isinstance(raw, HeteroTrainingJob):
             raw = raw.model_dump()
         if isinstance(raw, Mapping):
-            line_errors.extend(checks.line_error(loc, msg) for loc, msg in rules.cross_field(raw))
+            line_errors.extend(checks.line_error(loc, msg) for loc, msg in cross_field.cross_field(raw))
         if job is not None and not line_errors:
-            line_errors.extend(checks.line_error(loc, msg) for loc, msg in rules.after_encoding(job))
+            line_errors.extend(checks.line_error(loc, msg) for loc, msg in cross_field.after_encoding(job))
         if line_errors:
             raise ValidationError.from_exception_data(cls.__name__, line_errors)
         return job

@@ -2,7 +2,7 @@
 
 Field names follow the SageMaker Python SDK's estimator arguments, so an estimator moves over
 unchanged. Each field is checked on its own here (:mod:`airflow_hetero.definition.checks`); the
-rules that span fields read these models from :mod:`airflow_hetero.definition.rules`, and
+rules that span fields read these models from :mod:`airflow_hetero.definition.cross_field`, and
 :class:`airflow_hetero.definition.job.HeteroTrainingJob` puts the two together. Imports neither
 Airflow nor boto3/botocore.
 """
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic._internal._model_construction import ModelMetaclass
 
 from airflow_hetero.definition import checks
-from airflow_hetero.definition.distribution_rules import distribution_group
+from airflow_hetero.definition.distribution import distribution_group
 from airflow_hetero.definition.errors import JobDefinitionError
 
 __all__ = ["InstanceGroup", "JobFields", "ShuffleConfig", "TrainingInput"]

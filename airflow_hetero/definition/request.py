@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.definition import distribution_rules, images, instance_types, naming, source
+from airflow_hetero.definition import distribution, images, instance_types, naming, source
 from airflow_hetero.definition.errors import JobDefinitionError, Problem
 from airflow_hetero.definition.hyperparameters import sdk_hyperparameters
 
@@ -226,7 +226,7 @@ def training_image(job: HeteroTrainingJob, region: str) -> str:
     assert job.framework and job.framework_version and job.py_version  # guaranteed by the spec
     instance_type = image_instance_type(job)
     uri = images.training_image_uri(job.framework, job.framework_version, job.py_version, region, instance_type)
-    dist = distribution_rules.sdk_form(job.distribution or {}, job.framework)
+    dist = distribution.sdk_form(job.distribution or {}, job.framework)
     if instance_types.family(instance_type) == "p4d" or "smdistributed" in dist:
         # image_uris._should_auto_select_container_version: a CUDA 11 build of some old images
         suffix = AUTO_CONTAINER_VERSIONS.get(f"{job.framework}-{uri.rpartition(':')[2]}")

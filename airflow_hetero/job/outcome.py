@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from airflow_hetero._compat import AirflowException
-from airflow_hetero.job.resource_config import instance_groups
+from airflow_hetero.job.resource_config import stated_groups
 
 JobState = Literal["running", "succeeded", "failed", "stopped"]
 
@@ -95,11 +95,6 @@ def limit_message(describe: dict[str, Any]) -> str | None:
     )
 
 
-def instance_groups_of(describe: dict[str, Any]) -> list[dict[str, Any]]:
-    """``[{"name", "type", "count"}]`` from ResourceConfig; a homogeneous job is one group."""
-    return [{"name": g.name, "type": g.instance_type, "count": g.instance_count} for g in instance_groups(describe)]
-
-
 def result_dict(describe: dict[str, Any]) -> dict[str, Any]:
     """The plain JSON-able dict pushed as XCom ``return_value`` by operator and sensor."""
     return {
@@ -108,7 +103,7 @@ def result_dict(describe: dict[str, Any]) -> dict[str, Any]:
         "status": describe.get("TrainingJobStatus"),
         "secondary_status": describe.get("SecondaryStatus"),
         "failure_reason": describe.get("FailureReason"),
-        "instance_groups": instance_groups_of(describe),
+        "instance_groups": stated_groups(describe),
         "model_artifacts": (describe.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
         "billable_seconds": describe.get("BillableTimeInSeconds"),
         "training_seconds": describe.get("TrainingTimeInSeconds"),

@@ -22,6 +22,7 @@ __all__ = [
     "describe_groups",
     "instance_groups",
     "is_hetero",
+    "stated_groups",
     "total_instances",
 ]
 
@@ -37,6 +38,24 @@ class GroupSpec:
 
 def _resource(job: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return (job or {}).get("ResourceConfig") or {}
+
+
+def stated_groups(job: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """``[{"name", "type", "count"}]`` exactly as the request or answer states them (None where a
+    member is missing, values untouched): the result dict's ``instance_groups``. A homogeneous job
+    is one ``homogeneousCluster`` group; a job that states no instances has none."""
+    resource = _resource(job)
+    groups = resource.get("InstanceGroups")
+    if groups:
+        return [
+            {"name": g.get("InstanceGroupName"), "type": g.get("InstanceType"), "count": g.get("InstanceCount")}
+            for g in groups
+        ]
+    if resource.get("InstanceType"):
+        return [
+            {"name": HOMOGENEOUS_GROUP, "type": resource.get("InstanceType"), "count": resource.get("InstanceCount")}
+        ]
+    return []
 
 
 def instance_groups(job: Mapping[str, Any] | None) -> list[GroupSpec]:

@@ -215,7 +215,7 @@ def read_utilization(
     """Average and maximum per period of each host's instance metrics (dimension ``Host=<job>/<host>``).
 
     One GetMetricData call carries up to 500 plain MetricStat queries; no metric math (aggregation
-    over hosts happens in :func:`airflow_hetero.logs.summary.aggregate_utilization`).
+    over hosts happens in :func:`airflow_hetero.logs.per_group.aggregate_utilization`).
     """
     calls = calls or ApiCalls()
     period = metric_period(start, end)

@@ -6,7 +6,7 @@ The summary is the XCom ``return_value`` of
 ``TypedDict`` s: plain dicts at run time, checked keys and value types for mypy. Keys are listed in
 the order the summary holds them (its JSON is written in that order).
 
-* :class:`LogSummary`: the summary as built (:func:`airflow_hetero.logs.summary.build_summary`) and
+* :class:`LogSummary`: the summary as built (:func:`airflow_hetero.logs.per_group.build_summary`) and
   as the size bound leaves it after cutting (:mod:`airflow_hetero.logs.size_limit`); its
   ``groups`` are :class:`GroupSummary`, ``verdict`` a :class:`Verdict`
   (:mod:`airflow_hetero.logs.verdict`), ``truncated`` a :class:`Truncated`.

@@ -18,9 +18,11 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from airflow_hetero.logs.shape import BoundedSummary, LogSummary, SummarySkeleton, Truncated
+if TYPE_CHECKING:
+    from airflow_hetero.logs.shape import BoundedSummary, LogSummary, SummarySkeleton, Truncated
+
 
 __all__ = ["CUTTING_ORDER", "DEFAULT_MAX_XCOM_BYTES", "MIN_MAX_XCOM_BYTES", "Cut", "enforce_size_limit", "json_size"]
 
@@ -102,7 +104,7 @@ def enforce_size_limit(summary: LogSummary, max_bytes: int = DEFAULT_MAX_XCOM_BY
     for step in CUTTING_ORDER:
         for _ in step.how(cutting):
             if cutting.fits():
-                return cast(LogSummary, cutting.out)
+                return cast("LogSummary", cutting.out)
     return _skeleton(cutting.out, cutting.truncated)
 
 

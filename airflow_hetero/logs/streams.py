@@ -6,7 +6,7 @@ mapping out of the log lines themselves and keeps, per stream, only bounded stat
 first error lines, a short tail, last/best metric values), so memory does not grow with the number
 of events. The host -> group decision lives in :mod:`airflow_hetero.logs.mapping`. No Airflow,
 boto3 or botocore here: the reading side (:mod:`airflow_hetero.logs.cloudwatch`) feeds events in,
-:mod:`airflow_hetero.logs.summary` turns the result into the XCom summary.
+:mod:`airflow_hetero.logs.per_group` turns the result into the XCom summary.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from airflow_hetero.logs.line_rules import ENV_PREFIX, LineRules
 from airflow_hetero.logs.pagescan import candidate_lines, page_text
+from airflow_hetero.logs.patterns import ENV_PREFIX, LineRules
 from airflow_hetero.logs.text import strip_control
 from airflow_hetero.runtime import MARKER_PREFIX, parse_marker
 

@@ -17,13 +17,9 @@ from typing import Any
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.logs.cloudwatch import ApiCalls, counted_call, metric_period, read_job_logs, read_utilization
-from airflow_hetero.logs.line_rules import LineRules
 from airflow_hetero.logs.mapping import resolve_mapping
-from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS
-from airflow_hetero.logs.shape import BoundedSummary
-from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
-from airflow_hetero.logs.streams import DEFAULT_MAX_ERROR_SAMPLES, LOG_GROUP, StreamLog, host_from_stream
-from airflow_hetero.logs.summary import (
+from airflow_hetero.logs.patterns import LineRules
+from airflow_hetero.logs.per_group import (
     TERMINAL_STATUSES,
     CostSpec,
     SeriesSpec,
@@ -31,6 +27,10 @@ from airflow_hetero.logs.summary import (
     build_summary,
     training_window,
 )
+from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS
+from airflow_hetero.logs.shape import BoundedSummary
+from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
+from airflow_hetero.logs.streams import DEFAULT_MAX_ERROR_SAMPLES, LOG_GROUP, StreamLog, host_from_stream
 from airflow_hetero.logs.verdict import Thresholds
 from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price, check_currency
 
@@ -66,7 +66,7 @@ def summarize_training_job(
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
     :param error_patterns: regexes counting a line as an error (None: tracebacks, ERROR/CRITICAL,
-        CUDA/NCCL errors, OOM kills; see :data:`airflow_hetero.logs.line_rules.DEFAULT_ERROR_PATTERNS`).
+        CUDA/NCCL errors, OOM kills; see :data:`airflow_hetero.logs.patterns.DEFAULT_ERROR_PATTERNS`).
     :param metric_definitions: ``[{"Name", "Regex"}]``; None means the job's own MetricDefinitions.
     :param max_xcom_bytes: size bound of the returned dict as JSON (tails shrink first, then error
         samples, then per-host lists; ``truncated`` says what was cut; any number of streams fits).

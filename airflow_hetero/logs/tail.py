@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
 from airflow_hetero.job.resource_config import instance_groups
-from airflow_hetero.logs.line_rules import LineRules
 from airflow_hetero.logs.mapping import resolve_mapping
+from airflow_hetero.logs.patterns import LineRules
 from airflow_hetero.logs.streams import LOG_GROUP, StreamLog, host_from_stream
 from airflow_hetero.logs.text import strip_control
 

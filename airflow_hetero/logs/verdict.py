@@ -20,21 +20,23 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow_hetero.logs.capacity import Capacity, capacity
 from airflow_hetero.logs.cost import bottleneck_assumption, bottleneck_speedup, scaling_effect
-from airflow_hetero.logs.shape import (
-    GroupSummary,
-    GroupVerdict,
-    LogSummary,
-    Series,
-    Suggestion,
-    SuggestionEffect,
-    Verdict,
-    VerdictHeadline,
-)
 from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
+
+if TYPE_CHECKING:
+    from airflow_hetero.logs.shape import (
+        GroupSummary,
+        GroupVerdict,
+        LogSummary,
+        Series,
+        Suggestion,
+        SuggestionEffect,
+        Verdict,
+        VerdictHeadline,
+    )
 
 _NAMES = {"gpu": "GPUs", "cpu": "CPUs"}
 
@@ -336,7 +338,7 @@ def _compact(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, GroupVerdict]
     ``notes``): the verdict travels inside the size-bounded summary."""
     return {
         name: cast(
-            GroupVerdict,
+            "GroupVerdict",
             {k: v for k, v in g.items() if v is not None and k != "note" and not (k == "over_provisioned" and not v)},
         )
         for name, g in groups.items()
@@ -367,7 +369,7 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
             + f" [{g['state']}]"
         )
     if verdict.get("waiting_share") is not None:
-        shares = cast(Verdict, verdict)  # a headline keeps the share, not the seconds: KeyError here
+        shares = cast("Verdict", verdict)  # a headline keeps the share, not the seconds: KeyError here
         lines.append(
             f"  instance time spent waiting: {shares['waiting_instance_seconds']:g} of "
             f"{shares['instance_seconds']:g} instance-seconds ({shares['waiting_share']:.0%})"

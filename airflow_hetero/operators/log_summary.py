@@ -45,7 +45,7 @@ class HeteroLogSummaryOperator(BaseOperator):
     :param max_xcom_bytes: bound of the summary as JSON; tails shrink first, then error samples,
         and ``truncated`` says what was cut.
     :param error_patterns: regexes counting a line as an error (None: the defaults in
-        :data:`airflow_hetero.logs.line_rules.DEFAULT_ERROR_PATTERNS`).
+        :data:`airflow_hetero.logs.patterns.DEFAULT_ERROR_PATTERNS`).
     :param include_metrics: read CPU/memory/GPU/disk utilisation from CloudWatch.
     :param verdict_thresholds: overrides of :class:`airflow_hetero.logs.verdict.Thresholds`, e.g.
         ``{"busy_percent": 80, "waiting_percent": 40}`` (checked at DAG-parse time).
@@ -89,7 +89,7 @@ class HeteroLogSummaryOperator(BaseOperator):
         if max_xcom_bytes < MIN_MAX_XCOM_BYTES:
             raise ValueError(f"max_xcom_bytes must be at least {MIN_MAX_XCOM_BYTES}, got {max_xcom_bytes}")
         if error_patterns is not None:
-            from airflow_hetero.logs.line_rules import compile_patterns
+            from airflow_hetero.logs.patterns import compile_patterns
 
             compile_patterns(error_patterns)  # a bad regex fails at DAG parse time, not after reading
         Thresholds.of(verdict_thresholds)  # so do bad thresholds

@@ -109,24 +109,27 @@ class HeteroTrainingTrigger(BaseTrigger):
         self.retry_policy = RetryPolicy(base_delay=min(1.0, step), max_delay=step)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        """Stable class path and plain (JSON-able) kwargs."""
-        return (
-            CLASS_PATH,
-            {
-                "job_name": self.job_name,
-                "aws_conn_id": self.aws_conn_id,
-                "region_name": self.region_name,
-                "poll_interval": self.poll_interval,
-                "deadline": self.deadline,
-                "verify": self.verify,
-                "botocore_config": self.botocore_config,
-                "stop_on_kill": self.stop_on_kill,
-                "started_at": self.started_at,
-                "created_at": self.created_at,
-                "deadline_reason": self.deadline_reason,
-                "not_found_grace_seconds": self.not_found_grace_seconds,
-            },
-        )
+        """Stable class path and plain (JSON-able) kwargs.
+
+        ``not_found_grace_seconds`` (the newest kwarg) is written only when set, so a triggerer still
+        running the previous release loads what a newer worker wrote.
+        """
+        kwargs: dict[str, Any] = {
+            "job_name": self.job_name,
+            "aws_conn_id": self.aws_conn_id,
+            "region_name": self.region_name,
+            "poll_interval": self.poll_interval,
+            "deadline": self.deadline,
+            "verify": self.verify,
+            "botocore_config": self.botocore_config,
+            "stop_on_kill": self.stop_on_kill,
+            "started_at": self.started_at,
+            "created_at": self.created_at,
+            "deadline_reason": self.deadline_reason,
+        }
+        if self.not_found_grace_seconds is not None:
+            kwargs["not_found_grace_seconds"] = self.not_found_grace_seconds
+        return CLASS_PATH, kwargs
 
     def _hook(self) -> Any:
         """The SageMaker hook (its async client is used); imported here, when the trigger runs."""

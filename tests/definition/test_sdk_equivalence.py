@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_hetero.definition import distribution_rules, instance_types, request
+from airflow_hetero.definition import distribution, instance_types, request
 from airflow_hetero.definition.job import JobDefinitionError, load_job
 from airflow_hetero.definition.request import build_training_request
 
@@ -121,13 +121,13 @@ def test_copied_sdk_lists_equal_the_sdks() -> None:
     sdk = json.loads((CASES / "sdk_constants.json").read_text())
     copies = {
         "SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS": {
-            k: list(v) for k, v in distribution_rules.SMDDP_FRAMEWORK_VERSIONS.items()
+            k: list(v) for k, v in distribution.SMDDP_FRAMEWORK_VERSIONS.items()
         },
-        "TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS": list(distribution_rules.TORCH_DISTRIBUTED_GPU_VERSIONS),
+        "TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS": list(distribution.TORCH_DISTRIBUTED_GPU_VERSIONS),
         "TRAINIUM_SUPPORTED_TORCH_DISTRIBUTED_FRAMEWORK_VERSIONS": list(
-            distribution_rules.TORCH_DISTRIBUTED_TRAINIUM_VERSIONS
+            distribution.TORCH_DISTRIBUTED_TRAINIUM_VERSIONS
         ),
-        "UNSUPPORTED_DLC_IMAGE_FOR_SM_PARALLELISM": list(distribution_rules.SMDISTRIBUTED_UNSUPPORTED_IMAGES),
+        "UNSUPPORTED_DLC_IMAGE_FOR_SM_PARALLELISM": list(distribution.SMDISTRIBUTED_UNSUPPORTED_IMAGES),
         "SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES": sorted(instance_types.SMDDP_INSTANCE_TYPES | {"local_gpu"}),
         "DEBUGGER_UNSUPPORTED_REGIONS": sorted(request.DEBUGGER_UNSUPPORTED_REGIONS),
         "PROFILER_UNSUPPORTED_REGIONS": sorted(request.PROFILER_UNSUPPORTED_REGIONS),

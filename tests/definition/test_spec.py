@@ -148,7 +148,7 @@ def test_request_passes_botocore_validation() -> None:
 def test_spec_import_loads_no_airflow_boto3_or_botocore() -> None:
     code = (
         "import sys, airflow_hetero, airflow_hetero.definition.job, airflow_hetero.definition.request;"
-        "import airflow_hetero.logs.streams, airflow_hetero.logs.summary;"
+        "import airflow_hetero.logs.streams, airflow_hetero.logs.per_group;"
         "import airflow_hetero.logs.size_limit, airflow_hetero.logs.table;"
         "import airflow_hetero.runtime;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('airflow', 'boto3', 'botocore', 'aiobotocore'));"

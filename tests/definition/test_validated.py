@@ -99,7 +99,7 @@ def test_the_marker_lists_code_data_botocore_model_and_pydantic() -> None:
     paths = validated.dependencies()
     assert paths is not None
     names = [Path(p).name for p in paths]
-    assert "model.py" in names and "rules.py" in names and "validated.py" in names
+    assert "model.py" in names and "cross_field.py" in names and "validated.py" in names
     assert any(p.endswith(".json") and "/definition/data/" in p for p in paths)
     assert any(n.startswith("service-2.json") for n in names)
     assert any("/pydantic/" in p for p in paths) and any("/pydantic_core/" in p for p in paths)
@@ -110,7 +110,7 @@ def spied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[A
     """Validation depends on one file of the test's; the list records each real validation."""
     code = tmp_path / "code"
     code.mkdir()
-    dependency = code / "rules.py"
+    dependency = code / "cross_field.py"
     dependency.write_text("v1")
     monkeypatch.setattr(validated, "dependencies", lambda: [str(code), str(dependency)])
     calls: list[Any] = []

@@ -12,6 +12,7 @@ from airflow_hetero.job.resource_config import (
     describe_groups,
     instance_groups,
     is_hetero,
+    stated_groups,
     total_instances,
 )
 from airflow_hetero.runtime import HOMOGENEOUS_GROUP as TOOLKIT_NAME
@@ -70,3 +71,14 @@ def test_importing_it_loads_no_third_party_module() -> None:
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
     stdlib = set(sys.stdlib_module_names)
     assert all(name.lstrip("_") in stdlib or name in stdlib for name in eval(out)), out
+
+
+def test_stated_groups_keep_what_the_answer_says() -> None:
+    """The result dict's instance_groups: values untouched, None where the answer says nothing."""
+    describe = {"ResourceConfig": {"InstanceGroups": [{"InstanceType": "ml.c5.xlarge", "InstanceCount": "2"}]}}
+    assert stated_groups(describe) == [{"name": None, "type": "ml.c5.xlarge", "count": "2"}]
+    assert stated_groups({"ResourceConfig": {"InstanceType": "ml.m5.large"}}) == [
+        {"name": HOMOGENEOUS_GROUP, "type": "ml.m5.large", "count": None}
+    ]
+    assert stated_groups(HETERO)[1] == {"name": "dnn_group", "type": "ml.p3.2xlarge", "count": 1}
+    assert stated_groups(None) == []

@@ -19,8 +19,8 @@ from support.local_jobkit import log_lines, put_source, request, unique, wait
 
 from airflow_hetero._compat import AIRFLOW_V_3
 from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.logs.per_group import natural_key
 from airflow_hetero.logs.summarize import summarize_training_job
-from airflow_hetero.logs.summary import natural_key
 from airflow_hetero.logs.table import format_table
 
 pytestmark = pytest.mark.slow

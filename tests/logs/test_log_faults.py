@@ -115,10 +115,10 @@ def test_permanent_errors_are_not_retried(aws: dict[str, Any]) -> None:
 
 def test_two_thousand_streams_fit_the_xcom_bound() -> None:
     """The issue's case: 2,000 streams (one per host) gave ValueError from the size bound."""
-    from airflow_hetero.logs.line_rules import LineRules
+    from airflow_hetero.logs.patterns import LineRules
+    from airflow_hetero.logs.per_group import build_summary
     from airflow_hetero.logs.size_limit import enforce_size_limit
     from airflow_hetero.logs.streams import StreamLog
-    from airflow_hetero.logs.summary import build_summary
 
     rules = LineRules.build()
     logs = []

@@ -27,7 +27,7 @@ from support.log_jobs import (
 )
 
 from airflow_hetero.logs.cloudwatch import list_job_streams, read_job_logs, read_stream
-from airflow_hetero.logs.line_rules import LineRules
+from airflow_hetero.logs.patterns import LineRules
 from airflow_hetero.logs.size_limit import json_size
 from airflow_hetero.logs.streams import StreamLog
 from airflow_hetero.logs.summarize import summarize_training_job

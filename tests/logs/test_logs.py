@@ -9,8 +9,8 @@ import pytest
 
 from airflow_hetero.job.resource_config import GroupSpec
 from airflow_hetero.job.resource_config import instance_groups as groups_from_describe
-from airflow_hetero.logs.line_rules import DEFAULT_ERROR_PATTERNS, LineRules, metric_goal
 from airflow_hetero.logs.mapping import resolve_mapping
+from airflow_hetero.logs.patterns import DEFAULT_ERROR_PATTERNS, LineRules, metric_goal
 from airflow_hetero.logs.streams import MAX_LINE_CHARS, StreamLog, host_from_stream, parse_group_map
 from airflow_hetero.runtime import format_marker
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from airflow_hetero.logs.line_rules import DEFAULT_ERROR_PATTERNS, EVIDENCE_LITERALS, LineRules
 from airflow_hetero.logs.pagescan import candidate_lines, page_scannable, page_text
+from airflow_hetero.logs.patterns import DEFAULT_ERROR_PATTERNS, EVIDENCE_LITERALS, LineRules
 from airflow_hetero.logs.streams import StreamLog
 from airflow_hetero.runtime import format_marker
 

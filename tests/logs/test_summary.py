@@ -1,4 +1,4 @@
-"""Pure tests of airflow_hetero.logs.summary and summary_limits: job part, utilisation, size bound, table."""
+"""Pure tests of airflow_hetero.logs.per_group and summary_limits: job part, utilisation, size bound, table."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_hetero.logs.line_rules import LineRules
-from airflow_hetero.logs.shape import UTILIZATION_METRICS
-from airflow_hetero.logs.size_limit import MIN_MAX_XCOM_BYTES, enforce_size_limit, json_size
-from airflow_hetero.logs.streams import StreamLog
-from airflow_hetero.logs.summary import (
+from airflow_hetero.logs.patterns import LineRules
+from airflow_hetero.logs.per_group import (
     aggregate_utilization,
     build_summary,
     instance_seconds,
     job_overview,
     natural_key,
 )
+from airflow_hetero.logs.shape import UTILIZATION_METRICS
+from airflow_hetero.logs.size_limit import MIN_MAX_XCOM_BYTES, enforce_size_limit, json_size
+from airflow_hetero.logs.streams import StreamLog
 from airflow_hetero.logs.table import format_table
 from airflow_hetero.runtime import format_marker
 

@@ -493,3 +493,5 @@ def test_the_not_found_grace_of_the_operator_reaches_its_trigger(jobs: MotoJobs)
     assert HeteroTrainingTrigger(**kwargs).not_found_grace_seconds == 5
     assert HeteroTrainingOperator.not_found_grace_seconds is None  # the one default, in job.waiting
     assert HeteroTrainingTrigger("old").not_found_grace_seconds is None
+    # unset, it is not written: a triggerer of the previous release loads the trigger as before
+    assert "not_found_grace_seconds" not in HeteroTrainingTrigger("old").serialize()[1]

@@ -249,4 +249,3 @@ def test_a_normal_resumption_does_not_stop_anything(jobs: MotoJobs) -> None:
         "execute_complete", {"event": {"status": "done", "job_name": job_name()}}, context()
     )
     assert result["status"] == "Completed" and jobs.calls["StopTrainingJob"] == 0
-

@@ -68,3 +68,15 @@ def test_the_complexity_cap_is_on_for_the_package() -> None:
     assert lint["mccabe"]["max-complexity"] == 15
     for pattern, ignored in lint.get("per-file-ignores", {}).items():
         assert pattern.startswith(("tests", "benchmarks")) or not {"C90", "C901"} & set(ignored), pattern
+
+
+def test_a_dag_file_with_the_log_summary_operator_loads_no_summary_code() -> None:
+    """The summary's shape, builder and readers load when the task runs, not when a DAG file is parsed."""
+    code = (
+        "import json, sys; from airflow_hetero.operators import HeteroLogSummaryOperator\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('airflow_hetero'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    loaded = set(json.loads(out.strip().splitlines()[-1]))  # Airflow may log to stdout first
+    assert "airflow_hetero.operators.log_summary" in loaded
+    assert not loaded & {f"airflow_hetero.logs.{m}" for m in ("shape", "summary", "summarize", "cloudwatch", "streams")}

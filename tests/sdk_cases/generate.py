@@ -27,7 +27,7 @@ records the S3 objects the SDK wrote and the member names of the uploaded tarbal
 
 Cases the SDK refuses (``expect_error``), and the few it accepts that airflow-hetero refuses
 on purpose, carry ``problems``: the exact ``[field path, message]`` list airflow-hetero
-reports (ignored here, checked by tests/test_sdk_equivalence.py).
+reports (ignored here, checked by tests/definition/test_sdk_equivalence.py).
 
 Every run also writes ``sdk_constants.json``: the SDK's own lists that airflow-hetero's
 distribution rules and request builder copy (a test keeps the copies equal).

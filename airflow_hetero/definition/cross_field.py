@@ -3,7 +3,7 @@
 ``cross_field`` checks rules that span fields on the raw definition, so they run (and report)
 even when some field is invalid; ``after_encoding`` checks what only the encoded request shows.
 Single-field checks live in :mod:`airflow_hetero.definition.checks`, the ``distribution`` rules in
-:mod:`airflow_hetero.definition.distribution_rules`. ``docs/definitions.md`` lists every rule; a
+:mod:`airflow_hetero.definition.distribution`. ``docs/definitions.md`` lists every rule; a
 test keeps the two in step.
 """
 
@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.definition import distribution_rules
+from airflow_hetero.definition import distribution
 from airflow_hetero.definition.checks import (
     CHANNEL_NAME,
     ENV_KEY,
@@ -25,7 +25,7 @@ from airflow_hetero.definition.checks import (
     version_tuple,
 )
 from airflow_hetero.definition.display import confusable_hint
-from airflow_hetero.definition.distribution_rules import STRATEGIES, Finding, Loc, distribution_group
+from airflow_hetero.definition.distribution import STRATEGIES, Finding, Loc, distribution_group
 from airflow_hetero.definition.naming import MAX_BASE_JOB_NAME, check_base_job_name
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def cross_field(raw: Mapping[str, Any]) -> Iterator[Finding]:
     )
     yield from _cluster(raw, groups, names)
     yield from _channels(raw, names)
-    yield from distribution_rules.check(raw, groups, names)
+    yield from distribution.check(raw, groups, names)
     yield from _framework_fields(raw)
     yield from _hetero_framework_version(raw)
     yield from _framework_image(raw)
