@@ -11,25 +11,30 @@ Formulas (documented in docs/instance-groups.md):
   verdict's model is ``T x u / min(target, u x m / n)`` (u: the waiting group's busy percent): the
   waiting group's utilisation grows with the bottleneck's count until it reaches the target; per run
   the new hourly cost of every group over the new length minus the old cost;
-* an over-provisioned group from n to k: ``-(n - k) x price`` per hour, the run's length unchanged.
+* an over-provisioned group from n to k: ``-(n - k) x price`` per hour, the run's length unchanged;
+* the run's cost in the model asset's extra (:func:`billed_cost`): the job's BillableTimeInSeconds x
+  every group's count x price / 3600 (docs/lineage.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.logs.shape import (
-    Cost,
-    GroupCost,
-    GroupSummary,
-    GroupVerdict,
-    PriceEntry,
-    SpotRatio,
-    SuggestionEffect,
-    Verdict,
-)
 from airflow_hetero.pricing.price_list import Price
+
+if TYPE_CHECKING:  # the summary's shape loads when a task runs, not when a DAG file is parsed
+    from airflow_hetero.logs.shape import (
+        BilledCost,
+        Cost,
+        GroupCost,
+        GroupSummary,
+        GroupVerdict,
+        PriceEntry,
+        SpotRatio,
+        SuggestionEffect,
+        Verdict,
+    )
 
 _NAMES = {"gpu": "GPU", "cpu": "CPU"}
 
@@ -114,13 +119,50 @@ def job_cost(
 
 def _hourly(groups: Mapping[str, GroupSummary], prices: Mapping[str, Price]) -> float | None:
     """The cluster's cost per hour: every group's count x price (None when one is unknown)."""
+    return _cluster_hourly([(g.get("instance_type"), g.get("instance_count", 0)) for g in groups.values()], prices)
+
+
+def _cluster_hourly(groups: Iterable[tuple[str | None, int]], prices: Mapping[str, Price]) -> float | None:
     total = 0.0
-    for group in groups.values():
-        price = prices.get(group.get("instance_type") or "")
+    for instance_type, count in groups:
+        price = prices.get(instance_type or "")
         if price is None or price.per_hour is None:
             return None
-        total += group.get("instance_count", 0) * price.per_hour
+        total += count * price.per_hour
     return total
+
+
+def billed_cost(
+    instance_groups: Iterable[Mapping[str, Any]],
+    billable_seconds: float | None,
+    prices: Mapping[str, Price],
+    *,
+    currency: str,
+) -> BilledCost:
+    """What the run cost by the job's own BillableTimeInSeconds: ``billable_seconds`` x every group's
+    count x price per instance-hour / 3600 (``instance_groups``: ``[{"name", "type", "count"}]``, the
+    operator's result dict). For a managed spot job the billable time already has the spot saving in it.
+    ``total`` None with ``reason`` when the time or a group's price is unknown."""
+    groups = [(g.get("type"), int(g.get("count") or 0)) for g in instance_groups]
+    out: BilledCost = {
+        "total": None,
+        "currency": currency,
+        "billable_seconds": billable_seconds,
+        "prices": {t: prices[t].per_hour if t in prices else None for t, _ in groups if t},
+        "basis": "BillableTimeInSeconds x each group's instance count x its price per instance-hour",
+    }
+    missing = [t or "an unnamed type" for t, _ in groups if not t or t not in prices or prices[t].per_hour is None]
+    if missing:
+        reasons = {p.reason for t in missing if (p := prices.get(t)) is not None and p.reason}
+        out["reason"] = f"no price for {', '.join(missing)}" + (f": {'; '.join(sorted(reasons))}" if reasons else "")
+    elif billable_seconds is None:
+        out["reason"] = "the job reported no BillableTimeInSeconds"
+    elif not groups:
+        out["reason"] = "the job reported no instance groups"
+    else:
+        hourly = _cluster_hourly(groups, prices)
+        out["total"] = _money(float(billable_seconds) * (hourly or 0.0) / 3600)
+    return out
 
 
 def _run_seconds(group: GroupSummary) -> float | None:

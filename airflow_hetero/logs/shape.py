@@ -279,6 +279,17 @@ class Cost(TypedDict):
     notes: list[str]
 
 
+class BilledCost(TypedDict):
+    """The run's cost in the model asset's extra (:func:`airflow_hetero.logs.cost.billed_cost`)."""
+
+    total: float | None  # None: see ``reason``
+    currency: str
+    billable_seconds: float | None
+    prices: dict[str, float | None]  # instance type -> price per instance-hour used
+    basis: str
+    reason: NotRequired[str]
+
+
 class TailCut(TypedDict):
     lines_per_host: int
     line_chars: int
