@@ -207,15 +207,12 @@ class HeteroTrainingHook(AwsBaseHook):
         use_pricing_api: bool = True,
     ) -> dict[str, Price]:
         """On-demand training prices of ``instance_types`` in the job's region: ``overrides``, else the
-        disk cache, else the Price List Query API (see :func:`airflow_hetero.pricing.lookup.resolve_prices`)."""
-        from airflow_hetero.pricing.cache import PriceCache
-        from airflow_hetero.pricing.lookup import resolve_prices
+        disk cache, else the Price List Query API (see :func:`airflow_hetero.pricing.lookup.training_prices`)."""
+        from airflow_hetero.pricing.lookup import training_prices
 
-        region = self.conn.meta.region_name
         client = self.pricing_client if use_pricing_api else None
-        cache = PriceCache(region, client.meta.endpoint_url) if client is not None else None
-        return resolve_prices(
-            instance_types, region, client=client, overrides=overrides, currency=currency, cache=cache
+        return training_prices(
+            instance_types, self.conn.meta.region_name, client=client, overrides=overrides, currency=currency
         )
 
     @cached_property

@@ -119,3 +119,17 @@ def resolve_prices(
             if cache is not None:
                 cache.put(out[name])
     return out
+
+
+def training_prices(
+    instance_types: Iterable[str | None],
+    region: str,
+    *,
+    client: Any = None,
+    overrides: Mapping[str, float] | None = None,
+    currency: str = PRICE_LIST_CURRENCY,
+) -> dict[str, Price]:
+    """:func:`resolve_prices` with the disk cache of ``region`` for ``client``'s endpoint: what the
+    summary operator (through its hook), the asset's cost and ``airflow-hetero summarize`` all use."""
+    cache = PriceCache(region, client.meta.endpoint_url) if client is not None else None
+    return resolve_prices(instance_types, region, client=client, overrides=overrides, currency=currency, cache=cache)
