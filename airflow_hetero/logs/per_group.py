@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from airflow_hetero.job.resource_config import GroupSpec, instance_groups
-from airflow_hetero.logs.capacity import Capacity
+from airflow_hetero.logs.capacity import Capacity, capacity_of, per_device_series, per_device_utilization
 from airflow_hetero.logs.cost import job_cost
 from airflow_hetero.logs.mapping import HostMapping, resolve_mapping
 from airflow_hetero.logs.series import group_series
@@ -238,7 +238,6 @@ class VerdictSpec:
     """Asks :func:`build_summary` for the verdict (``verdict``), judged with these thresholds."""
 
     thresholds: Thresholds
-    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +262,7 @@ class _Options:
     tail_lines: int
     max_error_samples: int
     series: SeriesSpec | None
+    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None
 
 
 def _group_entry(
@@ -275,14 +275,19 @@ def _group_entry(
     """One group's part of the summary, in its documented key order."""
     count = spec.instance_count if spec else len(hosts)
     mapping, datapoints = options.mapping, options.datapoints
+    instance_type = (spec.instance_type if spec else None) or mapping.instance_types.get(name)
+    cap = capacity_of(instance_type, options.capacity_overrides)
     entry: GroupSummary = {
-        "instance_type": (spec.instance_type if spec else None) or mapping.instance_types.get(name),
+        "instance_type": instance_type,
         "instance_count": count,
+        "devices": {"cpus": cap.cpus, "gpus": cap.gpus},
         "hosts": hosts,
         "mapped_by": {host: mapping.source[host] for host in hosts},
         **merge_logs(group_logs, options.tail_lines, options.max_error_samples),  # type: ignore[typeddict-item]
         "utilization": (
-            aggregate_utilization(hosts, datapoints, options.window if options.clip_datapoints else None)
+            per_device_utilization(
+                aggregate_utilization(hosts, datapoints, options.window if options.clip_datapoints else None), cap
+            )
             if datapoints is not None
             else None
         ),
@@ -291,7 +296,7 @@ def _group_entry(
     series = options.series
     if series is not None:
         entry["series"] = (
-            group_series(hosts, datapoints, series.axis, series.points, series.period)
+            per_device_series(group_series(hosts, datapoints, series.axis, series.points, series.period), cap)
             if datapoints and series.axis is not None
             else None
         )
@@ -314,6 +319,7 @@ def build_summary(
     verdict: VerdictSpec | None = None,
     cost: CostSpec | None = None,
     api_calls: Mapping[str, int] | None = None,
+    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
 ) -> LogSummary:
     """The whole summary (before the size bound), built once, in its documented key order.
 
@@ -321,7 +327,9 @@ def build_summary(
     already limited to the training window (by the query). ``read_problems`` (what reading the logs
     ran into) follow the mapping's problems. Given ``series``, ``verdict``, ``cost`` or ``api_calls``,
     the groups' series, the verdict, the cost (and the verdict's effects in money) and the reading
-    cost are part of the summary; without them those keys are left out.
+    cost are part of the summary; without them those keys are left out. Utilisation and series are
+    per device (:mod:`airflow_hetero.logs.capacity`; ``capacity_overrides``: instance type ->
+    ``{"cpus", "gpus"}`` where the built-in rule is wrong for the hosts).
     """
     describe = describe or {}
     specs: list[GroupSpec] = instance_groups(describe)
@@ -336,6 +344,7 @@ def build_summary(
         tail_lines=tail_lines,
         max_error_samples=max_error_samples,
         series=series,
+        capacity_overrides=capacity_overrides,
     )
     members: dict[str, list[str]] = {spec.name: [] for spec in specs}
     for host, group in mapping.host_to_group.items():
@@ -376,7 +385,6 @@ def build_summary(
             groups,
             partial=summary["partial"],
             thresholds=verdict.thresholds,
-            capacity_overrides=verdict.capacity_overrides,
             prices=cost.prices if cost else None,
             currency=cost.currency if cost else PRICE_LIST_CURRENCY,
         )

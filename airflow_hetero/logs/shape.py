@@ -89,10 +89,12 @@ class UtilizationStat(TypedDict):
     max: float | None  # largest per-minute maximum
     hosts: int  # hosts with datapoints
     datapoints: int
+    unit: NotRequired[str]  # e.g. "% of all vCPUs" (:func:`airflow_hetero.logs.capacity.per_device_utilization`)
 
 
 class Utilization(TypedDict):
-    """SageMaker's percentages (CPU and GPU summed over the instance's devices); None: no datapoints."""
+    """Percent per device (CPU and GPU: SageMaker's sums divided by the group's ``devices``, each
+    stat's ``unit`` says so); None: no datapoints."""
 
     cpu: UtilizationStat | None
     memory: UtilizationStat | None
@@ -146,12 +148,20 @@ class HostListTotals(TypedDict, total=False):
     tail_total: int
 
 
+class Devices(TypedDict):
+    """vCPUs and GPUs per instance the utilisation was divided by (None: not known, figures summed)."""
+
+    cpus: int | None
+    gpus: int | None
+
+
 class GroupSummary(LogPart, HostListTotals):
-    """One instance group. Key order: ``instance_type``, ``instance_count``, ``hosts``,
+    """One instance group. Key order: ``instance_type``, ``instance_count``, ``devices``, ``hosts``,
     ``mapped_by``, the :class:`LogPart` keys, ``utilization``, ``instance_seconds``, ``series``."""
 
     instance_type: str | None
     instance_count: int
+    devices: NotRequired[Devices]
     hosts: list[str]
     mapped_by: dict[str, str]  # host -> the evidence that put it here (logs.mapping.SOURCES)
     utilization: Utilization | None  # None: metrics were not read

@@ -74,7 +74,7 @@ def summarize_training_job(
         :data:`airflow_hetero.logs.cloudwatch.LOG_RETRY_POLICY`).
     :param series_points: points per group utilisation series (``groups.<name>.series``).
     :param verdict_thresholds: see :class:`airflow_hetero.logs.verdict.Thresholds` (``verdict`` key).
-    :param capacity_overrides: instance type -> ``{"cpus", "gpus"}`` for the verdict's per-device figures.
+    :param capacity_overrides: instance type -> ``{"cpus", "gpus"}`` for the per-device figures.
     :param prices: instance type -> :class:`~airflow_hetero.pricing.price_list.Price` in ``currency``,
         or a function of the job's instance types returning them (``HeteroTrainingHook.training_prices``);
         given, the summary has ``cost`` and the verdict's suggestions their ``effect``.
@@ -164,7 +164,8 @@ def summarize_training_job(
         clip_datapoints=False,
         read_problems=problems,
         series=SeriesSpec(series_points, axis, metric_period(*window_dt) if window_dt else 60),
-        verdict=VerdictSpec(thresholds, capacity_overrides),
+        verdict=VerdictSpec(thresholds),
+        capacity_overrides=capacity_overrides,
         cost=cost,
         api_calls=calls.as_dict(),
     )

@@ -24,19 +24,27 @@ def _percent(value: float | None) -> str:
 def _util(value: UtilizationStat | None) -> str:
     if not value:
         return "-"
-    return f"{_percent(value.get('avg'))}/{_percent(value.get('max'))}"
+    summed = "*" if "summed" in str(value.get("unit") or "") else ""
+    return f"{_percent(value.get('avg'))}/{_percent(value.get('max'))}{summed}"
 
 
 def _utilization_note(groups: list[Mapping[str, Any]]) -> str | None:
-    """What a '-' in the utilisation columns means: not read, or no datapoints (GPU: none locally)."""
+    """The unit of the utilisation columns, and what a '-' (no datapoints) or a '*' (summed) means."""
     utils = [group.get("utilization") for group in groups]
     if not utils:
         return None
     if all(util is None for util in utils):
         return "utilisation: not read (include_metrics=False)"
+    note = (
+        "utilisation: avg/max over the training window, in % of all the group's vCPUs (cpu), GPUs (gpu),"
+        " GPU memory and memory: 100 = every device busy"
+    )
+    stats = [stat for util in utils if util for stat in util.values() if stat]
+    if any("summed" in str(stat.get("unit") or "") for stat in stats):
+        note += "; * = SageMaker's sum over devices (100 per device): the instance type's count is unknown"
     if all(util is not None and util.get(key) for util in utils for key in _UTIL_KEYS):
-        return None
-    note = "utilisation: avg/max percent over the training window; '-' = no CloudWatch datapoints for the group"
+        return note
+    note += "; '-' = no CloudWatch datapoints for the group"
     if not any(util and (util.get("gpu") or util.get("gpu_memory")) for util in utils):
         note += (
             ". No GPU datapoints for any group: SageMaker publishes GPU metrics only for GPU instances,"

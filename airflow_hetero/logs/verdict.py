@@ -1,8 +1,9 @@
 """Which instance group holds the job back: a verdict from a summary's utilisation (pure).
 
 Each group is judged on its *primary* resource: its GPUs when CloudWatch has GPU datapoints for it,
-else its CPUs, as a 0-100 percentage per device (SageMaker's figures divided by the instance's
-vCPUs or GPUs, see :mod:`airflow_hetero.logs.capacity`). With the :class:`Thresholds`:
+else its CPUs, as the summary states them: a 0-100 percentage per device (the summary divided
+SageMaker's figures by the instance's vCPUs or GPUs when it was built, see
+:mod:`airflow_hetero.logs.capacity`; the verdict divides nothing). With the :class:`Thresholds`:
 
 * a group at or above ``busy_percent`` is *saturated*; below ``waiting_percent`` it *waits*;
 * a saturated group while another waits is the *bottleneck*: the suggestion scales it so the
@@ -22,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, cast
 
-from airflow_hetero.logs.capacity import Capacity, capacity
+from airflow_hetero.logs.capacity import Capacity
 from airflow_hetero.logs.cost import bottleneck_assumption, bottleneck_speedup, scaling_effect
 from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
 
@@ -83,19 +84,10 @@ class Thresholds:
         return cls(**{k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in value.items()})
 
 
-def _capacity_of(instance_type: str | None, overrides: Mapping[str, Capacity | Mapping[str, Any]]) -> Capacity:
-    given = overrides.get(instance_type or "")
-    if given is None:
-        return capacity(instance_type)
-    if isinstance(given, Capacity):
-        return given
-    return Capacity(given.get("cpus"), given.get("gpus"))
-
-
-def _per_device(value: float | None, devices: int | None) -> float | None:
-    if value is None:
-        return None
-    return value / devices if devices else value
+def _devices(group: GroupSummary) -> Capacity:
+    """The device counts the summary divided this group's figures by (None: unknown, figures summed)."""
+    devices: Mapping[str, Any] = group.get("devices") or {}
+    return Capacity(devices.get("cpus"), devices.get("gpus"))
 
 
 def _primary(group: GroupSummary, cap: Capacity) -> tuple[str, int | None] | None:
@@ -115,12 +107,12 @@ def _series_values(series: Series | None, key: str) -> list[float | int | None]:
     return list(line.get("avg") or [])
 
 
-def _waiting_share(series: Series | None, resource: str, devices: int | None, below: float) -> float | None:
-    """Share of the series buckets (with data) in which ``resource`` was below ``below`` per device."""
+def _waiting_share(series: Series | None, resource: str, below: float) -> float | None:
+    """Share of the series buckets (with data) in which ``resource`` was below ``below`` (per device)."""
     seen = [v for v in _series_values(series, resource) if v is not None]
     if not seen:
         return None
-    waiting = sum(1 for v in seen if (_per_device(v, devices) or 0.0) < below)
+    waiting = sum(1 for v in seen if v < below)
     return round(waiting / len(seen), 3)
 
 
@@ -152,8 +144,8 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
     if primary is None:
         return entry
     resource, devices = primary
-    busy = float(util[resource]["avg"]) / (devices or 1)
-    peak = _per_device(util[resource].get("max"), devices)
+    busy = float(util[resource]["avg"])
+    peak = util[resource].get("max")
     entry.update(resource=resource, busy_percent=round(busy, 1))
     entry["peak_percent"] = round(peak, 1) if peak is not None else None
     if devices is None:
@@ -166,7 +158,7 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
         entry["state"] = "waiting"
     else:
         entry["state"] = "busy"
-    share = _waiting_share(group.get("series"), resource, devices, limits.waiting_percent)
+    share = _waiting_share(group.get("series"), resource, limits.waiting_percent)
     entry["waiting_share"] = share
     seconds = group.get("instance_seconds")
     if share is not None and seconds is not None:
@@ -181,23 +173,10 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
     return entry
 
 
-def judge(
-    summary: LogSummary,
-    thresholds: Thresholds | Mapping[str, Any] | None = None,
-    *,
-    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
-) -> Verdict:
-    """The verdict of a summary (see the module docstring); a plain JSON-able dict.
-
-    ``capacity_overrides``: instance type -> ``{"cpus": n, "gpus": n}`` where the built-in rule is
-    wrong or the hosts are not what the type says (a local run's host is one process).
-    """
-    return judge_groups(
-        summary.get("groups") or {},
-        partial=bool(summary.get("partial")),
-        thresholds=thresholds,
-        capacity_overrides=capacity_overrides,
-    )
+def judge(summary: LogSummary, thresholds: Thresholds | Mapping[str, Any] | None = None) -> Verdict:
+    """The verdict of a summary (see the module docstring); a plain JSON-able dict. Device counts are
+    the summary's (``capacity_overrides`` of :func:`airflow_hetero.logs.summarize.summarize_training_job`)."""
+    return judge_groups(summary.get("groups") or {}, partial=bool(summary.get("partial")), thresholds=thresholds)
 
 
 def judge_groups(
@@ -205,7 +184,6 @@ def judge_groups(
     *,
     partial: bool,
     thresholds: Thresholds | Mapping[str, Any] | None = None,
-    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
     prices: Mapping[str, Price] | None = None,
     currency: str = PRICE_LIST_CURRENCY,
 ) -> Verdict:
@@ -214,11 +192,7 @@ def judge_groups(
     Given ``prices`` (instance type -> :class:`~airflow_hetero.pricing.price_list.Price`), each
     suggestion carries its ``effect`` in ``currency`` (:func:`airflow_hetero.logs.cost.scaling_effect`)."""
     limits = Thresholds.of(thresholds)
-    overrides = capacity_overrides or {}
-    groups = {
-        name: _assess(group, _capacity_of(group.get("instance_type"), overrides), limits)
-        for name, group in summary_groups.items()
-    }
+    groups = {name: _assess(group, _devices(group), limits) for name, group in summary_groups.items()}
     judged = {name: g for name, g in groups.items() if g["busy_percent"] is not None}
     totals = [g for g in groups.values() if g["instance_seconds"] is not None]
     total_seconds = sum(float(g["instance_seconds"]) for g in totals)

@@ -2,8 +2,9 @@
 
 Input is the summary of :func:`airflow_hetero.logs.summarize.summarize_training_job` as stored in
 XCom. Charts are inline SVG drawn here, styles are inline, and there is no script: the page loads
-nothing from anywhere (the app serves it with a CSP that forbids it). Values are drawn per device
-(SageMaker's CPU and GPU figures divided by the instance's vCPUs or GPUs), 0-100 %.
+nothing from anywhere (the app serves it with a CSP that forbids it). Values are drawn as the summary
+states them, per device (it divided SageMaker's CPU and GPU figures by the instance's vCPUs or GPUs
+when it was built, :mod:`airflow_hetero.logs.capacity`), 0-100 %.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any, cast
 
-from airflow_hetero.logs.capacity import capacity
 from airflow_hetero.logs.series import SERIES_METRICS
-from airflow_hetero.logs.shape import Cost, GroupSummary, GroupVerdict, LogSummary, Series, Verdict
+from airflow_hetero.logs.shape import Cost, GroupSummary, LogSummary, Series, Verdict
 from airflow_hetero.logs.table import PRICE_SOURCES
 from airflow_hetero.logs.verdict import effect_line
 
@@ -49,14 +49,15 @@ def _num(value: Any, digits: int = 0) -> str:
     return f"{float(value):.{digits}f}"
 
 
-def _devices(group: GroupSummary, judged: GroupVerdict) -> dict[str, int | None]:
-    """vCPUs and GPUs per instance: the verdict's (which honours overrides), else the built-in rule."""
-    cap = capacity(group.get("instance_type"))
-    return {"cpus": judged.get("cpus", cap.cpus), "gpus": judged.get("gpus", cap.gpus)}
+def _devices(group: GroupSummary) -> dict[str, int | None]:
+    """vCPUs and GPUs per instance the summary divided the series by (None: unknown, summed)."""
+    devices: Mapping[str, Any] = group.get("devices") or {}
+    return {"cpus": devices.get("cpus"), "gpus": devices.get("gpus")}
 
 
 def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping[str, Any]) -> str:
-    """One group's series as an inline SVG line chart, per device, with the busy and waiting lines."""
+    """One group's series (per device, as the summary states it) as an inline SVG line chart, with the
+    busy and waiting lines; ``devices`` None for a kind: its line is SageMaker's sum, labelled so."""
     count = int(series.get("points") or 0)
     step = float(series.get("step_seconds") or 60)
     lines: list[tuple[str, str, list[float | None]]] = []
@@ -65,9 +66,9 @@ def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping
         if not values:
             continue
         label, colour, kind = LINES[key]
-        divisor = devices.get(kind) if kind else 1
-        scaled = [None if v is None else float(v) / (divisor or 1) for v in values]
-        lines.append((label + ("" if divisor or not kind else " (summed)"), colour, scaled))
+        divided = devices.get(kind) if kind else 1  # the summary's figures are per device already
+        scaled = [None if v is None else float(v) for v in values]
+        lines.append((label + ("" if divided or not kind else " (summed)"), colour, scaled))
     top = max([100.0, *(v for _, _, vs in lines for v in vs if v is not None)])
     top = 100.0 if top <= 100 else float(int(top / 100 + 1) * 100)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -219,7 +220,6 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     if cost:
         body.append(_cost_table(cost))
     for name, group in groups.items():
-        judged = (verdict.get("groups") or {}).get(name) or cast("GroupVerdict", {})
         body.append(
             f"<h2>{escape(name)} <span class='muted'>{escape(str(group.get('instance_count')))} x "
             f"{escape(str(group.get('instance_type')))}, hosts {escape(', '.join(group.get('hosts') or []) or '-')}"
@@ -227,7 +227,7 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
         )
         series = group.get("series")
         if series and series.get("points"):
-            body.append(chart(series, _devices(group, judged), thresholds))
+            body.append(chart(series, _devices(group), thresholds))
         else:
             body.append('<p class="muted">No utilisation series for this group (not read, or none published).</p>')
     truncated = (whole.get("truncated") or {}).get("series")

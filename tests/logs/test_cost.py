@@ -10,8 +10,24 @@ import pytest
 
 from airflow_hetero.logs.cost import billed_cost, bottleneck_speedup, job_cost
 from airflow_hetero.logs.table import format_table
-from airflow_hetero.logs.verdict import format_verdict, judge_groups
+from airflow_hetero.logs.verdict import format_verdict
+from airflow_hetero.logs.verdict import judge_groups as judge_per_device
 from airflow_hetero.pricing.price_list import Price
+
+
+def judge_groups(groups: dict[str, Any], **kwargs: Any) -> Any:
+    """The verdict of groups holding SageMaker's summed figures, converted per device as build_summary does
+    (in place: the cost reads the same groups)."""
+    from airflow_hetero.logs.capacity import capacity, per_device_series, per_device_utilization
+
+    for g in groups.values():
+        if "devices" not in g:
+            cap = capacity(g.get("instance_type"))
+            g["devices"] = {"cpus": cap.cpus, "gpus": cap.gpus}
+            g["utilization"] = per_device_utilization(g.get("utilization"), cap)
+            g["series"] = per_device_series(g.get("series"), cap)
+    return judge_per_device(groups, **kwargs)
+
 
 PRICES = {
     "ml.c5.18xlarge": Price("ml.c5.18xlarge", 3.672, "USD", "pricing_api", "$3.672 per hour"),

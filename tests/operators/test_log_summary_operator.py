@@ -93,6 +93,7 @@ def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsy
         "max": 12.0,
         "hosts": 1,
         "datapoints": 1,
+        "unit": "% of all GPUs",  # ml.p3.2xlarge: 1 GPU, so the figure is SageMaker's
     }
     logged = capsys.readouterr().out  # the task log (structlog writes to stdout here)
     assert "Log summary of summ" in logged

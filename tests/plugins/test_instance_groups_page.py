@@ -19,7 +19,7 @@ def summary(**verdict: Any) -> dict[str, Any]:
         "start_epoch": 0.0,
         "step_seconds": 60,
         "points": 4,
-        "cpu": {"avg": [6912, None, 6800, 7000], "max": [7000, None, 6900, 7100]},
+        "cpu": {"avg": [96, None, 94.44, 97.22], "max": [97.22, None, 95.83, 98.61]},  # per vCPU
         "memory": {"avg": [40, 41, 42, 43], "max": [40, 41, 42, 43]},
     }
     return {
@@ -29,6 +29,7 @@ def summary(**verdict: Any) -> dict[str, Any]:
             "data_group": {
                 "instance_type": "ml.c5.18xlarge",
                 "instance_count": 2,
+                "devices": {"cpus": 72, "gpus": 0},
                 "hosts": ["algo-1"],
                 "series": series,
             },
@@ -58,13 +59,15 @@ def test_page_escapes_everything_and_loads_nothing() -> None:
     assert "default-src 'none'" in CSP
 
 
-def test_chart_scales_per_device_and_breaks_lines_at_gaps() -> None:
+def test_chart_draws_the_summarys_per_device_figures_and_breaks_lines_at_gaps() -> None:
     series = summary()["groups"]["data_group"]["series"]
     svg = chart(series, {"cpus": 72, "gpus": 0}, {"busy_percent": 85, "waiting_percent": 50})
-    assert ">100%<" in svg  # 6912 / 72 = 96 %: the axis stays at 100
+    assert ">100%<" in svg  # 96 % per vCPU, as the summary holds it (not divided again): the axis stays at 100
+    assert "CPU (summed)" not in svg
     assert svg.count("<circle") == 1 and svg.count("<polyline") == 2  # cpu: dot, gap, line; memory: one line
     assert svg.count('stroke-dasharray="4 3"') == 2  # busy and waiting thresholds
-    unknown = chart(series, {"cpus": None, "gpus": None}, {})
+    summed = {**series, "cpu": {"avg": [6912, None, 6800, 7000], "max": [7000, None, 6900, 7100]}}
+    unknown = chart(summed, {"cpus": None, "gpus": None}, {})  # the summary could not divide: SageMaker's sums
     assert ">7100%<" in unknown  # summed figures (7,100 at the peak): the axis grows to the next hundred
     assert "CPU (summed)" in unknown
 
