@@ -234,7 +234,7 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     if truncated:
         body.append(f'<p class="muted">Series cut to fit the XCom bound: {escape(str(truncated))}</p>')
     body.append(
-        f'<p class="muted">{escape(where)}. Per device: SageMaker\'s CPU and GPU figures divided by the '
-        "instance's vCPUs or GPUs.</p></body></html>"
+        f'<p class="muted">{escape(where)}. Per device (% of all vCPUs / GPUs): the summary divided '
+        "SageMaker's CPU and GPU figures by the instance's vCPUs or GPUs.</p></body></html>"
     )
     return head + "".join(body)
