@@ -1,7 +1,10 @@
-"""The ``airflow-hetero`` command: validate and render definitions offline, run the local endpoint.
+"""The ``airflow-hetero`` command: validate and render definitions offline, summarise a job, run the
+local endpoint.
 
 ``validate`` and ``render`` never touch the network. Exit status: 0 when fine, 2 when the
 definition (or the file holding it) has problems, printed one per line without a traceback.
+``summarize`` prints a job's per-group table and verdict (what ``HeteroLogSummaryOperator`` logs)
+with plain boto3 clients: 1 when AWS answers an error, 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -13,10 +16,15 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow_hetero.definition.errors import JobDefinitionError
 
+if TYPE_CHECKING:
+    from airflow_hetero.logs.shape import LogSummary
+
 EXIT_INVALID = 2
+EXIT_AWS_ERROR = 1
 #: Subcommand groups living in their own modules: (module, function adding the parser).
 _PLUGINS = (("airflow_hetero.local.cli", "register"), ("airflow_hetero.demo", "register"))
 
@@ -62,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     types = sub.add_parser("instance-types", help="list the training instance types botocore knows")
     types.set_defaults(handler=_instance_types)
+
+    _add_summarize(sub)
 
     for module_name, function in _PLUGINS:
         try:
@@ -121,6 +131,108 @@ def _instance_types(args: argparse.Namespace) -> int:
 
     for name in sorted(training_instance_types()):
         print(name)
+    return 0
+
+
+def _add_summarize(sub: Any) -> None:
+    summarize = sub.add_parser(
+        "summarize",
+        help="print a training job's per-group summary, cost and verdict",
+        description="Read a training job's description, log streams and instance metrics and print the "
+        "per-group table and the verdict HeteroLogSummaryOperator logs. Uses boto3's own credentials.",
+    )
+    summarize.add_argument("job_name", metavar="JOB_NAME", help="the training job")
+    summarize.add_argument("--region", help="AWS region (default: boto3's, e.g. $AWS_DEFAULT_REGION)")
+    summarize.add_argument("--endpoint-url", help="one endpoint for every service (e.g. the offline endpoint)")
+    summarize.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="TYPE=PRICE",
+        help="price per instance-hour of an instance type, e.g. ml.p4d.24xlarge=37.69 (repeatable); wins over "
+        "the Price List Query API",
+    )
+    summarize.add_argument("--currency", default="USD", help="currency of --price and of the cost (default USD)")
+    summarize.add_argument(
+        "--no-pricing-api", action="store_true", help="do not ask the Price List Query API (pricing:GetProducts)"
+    )
+    summarize.add_argument("--no-metrics", action="store_true", help="skip CloudWatch instance metrics")
+    summarize.add_argument("--tail-lines", type=int, default=20, help="last log lines kept per group (default 20)")
+    summarize.add_argument("--json", action="store_true", help="print the whole summary as JSON instead")
+    summarize.set_defaults(handler=_summarize)
+
+
+def parse_prices(pairs: Sequence[str]) -> dict[str, float]:
+    """``["ml.p4d.24xlarge=37.69", ...]`` -> checked overrides; ValueError naming the bad pair."""
+    from airflow_hetero.pricing.price_list import check_overrides
+
+    given: dict[str, float] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            number = float(value) if sep else None
+        except ValueError:
+            number = None
+        if number is None:
+            raise ValueError(f"--price {pair!r}: expected TYPE=PRICE, e.g. ml.p4d.24xlarge=37.69")
+        given[name.strip()] = number  # a negative or infinite price: check_overrides says why
+    return check_overrides(given)
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    from airflow_hetero.pricing.price_list import check_currency
+
+    try:
+        overrides = parse_prices(args.price)
+        currency = check_currency(args.currency)
+    except ValueError as err:
+        print(f"airflow-hetero summarize: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from airflow_hetero.logs.summarize import summarize_training_job
+    from airflow_hetero.logs.table import format_table
+    from airflow_hetero.logs.verdict import format_verdict
+    from airflow_hetero.pricing.lookup import training_prices
+    from airflow_hetero.pricing.price_list import pricing_api_region
+
+    session = boto3.session.Session(region_name=args.region)
+    region = session.region_name
+    if not region:
+        print("airflow-hetero summarize: no AWS region: give --region or set AWS_DEFAULT_REGION", file=sys.stderr)
+        return EXIT_INVALID
+
+    def client(service: str, region_name: str = region) -> Any:
+        return session.client(service, region_name=region_name, endpoint_url=args.endpoint_url)
+
+    pricing = None if args.no_pricing_api else client("pricing", pricing_api_region(region))
+    try:
+        summary = summarize_training_job(
+            args.job_name,
+            logs_client=client("logs"),
+            cloudwatch_client=None if args.no_metrics else client("cloudwatch"),
+            sagemaker_client=client("sagemaker"),
+            include_metrics=not args.no_metrics,
+            tail_lines=args.tail_lines,
+            prices=lambda types: training_prices(
+                types, region, client=pricing, overrides=overrides, currency=currency
+            ),
+            currency=currency,
+        )
+    except (ClientError, BotoCoreError) as err:
+        print(f"airflow-hetero summarize: {args.job_name}: {err}", file=sys.stderr)
+        return EXIT_AWS_ERROR
+    except ValueError as err:  # e.g. --tail-lines out of range, checked before any log is read
+        print(f"airflow-hetero summarize: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.json:
+        print(json.dumps(summary, indent=2, sort_keys=True, default=str))
+        return 0
+    print(format_table(summary))
+    verdict = cast("LogSummary", summary).get("verdict")  # a skeleton (the size bound's last resort) has none
+    if verdict is not None:
+        print(format_verdict(verdict))
     return 0
 
 

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,6 +31,7 @@ from airflow_hetero.job.outcome import JobState, classify
 
 if TYPE_CHECKING:
     from airflow_hetero.logs.tail import LogTailer
+    from airflow_hetero.pricing.price_list import Price
 
 #: botocore retries for the CreateTrainingJob client: one attempt, the hook decides what follows.
 NO_RETRIES = {"total_max_attempts": 1}
@@ -137,9 +138,10 @@ class HeteroTrainingHook(AwsBaseHook):
 
     # -- clients -----------------------------------------------------------------------------
 
-    def service_client(self, service: str) -> Any:
-        """A boto3 client for ``service`` with this hook's session, region, endpoint, config, verify."""
-        session = self.get_session(region_name=self.region_name)
+    def service_client(self, service: str, region_name: str | None = None) -> Any:
+        """A boto3 client for ``service`` with this hook's session, region (or ``region_name``),
+        endpoint, config, verify."""
+        session = self.get_session(region_name=region_name or self.region_name)
         return session.client(
             service_name=service,
             endpoint_url=self.conn_config.get_service_endpoint_url(service_name=service),
@@ -187,6 +189,31 @@ class HeteroTrainingHook(AwsBaseHook):
     def cloudwatch_client(self) -> Any:
         """CloudWatch (metrics) client (same region, endpoint and credentials)."""
         return self.service_client("cloudwatch")
+
+    @cached_property
+    def pricing_client(self) -> Any:
+        """Price List Query API client, same credentials and endpoint; its region is one that answers
+        the API (:func:`airflow_hetero.pricing.price_list.pricing_api_region` of the job's region)."""
+        from airflow_hetero.pricing.price_list import pricing_api_region
+
+        return self.service_client("pricing", region_name=pricing_api_region(self.conn.meta.region_name))
+
+    def training_prices(
+        self,
+        instance_types: list[str],
+        *,
+        overrides: Mapping[str, float] | None = None,
+        currency: str = "USD",
+        use_pricing_api: bool = True,
+    ) -> dict[str, Price]:
+        """On-demand training prices of ``instance_types`` in the job's region: ``overrides``, else the
+        disk cache, else the Price List Query API (see :func:`airflow_hetero.pricing.lookup.training_prices`)."""
+        from airflow_hetero.pricing.lookup import training_prices
+
+        client = self.pricing_client if use_pricing_api else None
+        return training_prices(
+            instance_types, self.conn.meta.region_name, client=client, overrides=overrides, currency=currency
+        )
 
     @cached_property
     def s3_client(self) -> Any:

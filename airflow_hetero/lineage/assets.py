@@ -5,6 +5,7 @@ Pure: works on the result dict the operator and sensor return (``job.outcome.res
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -13,14 +14,18 @@ def normalize_uri(uri: str) -> str:
     return uri.rstrip("/")
 
 
-def model_asset_extra(result: dict[str, Any]) -> dict[str, Any]:
-    """The asset event extra for a completed job: job name, model artifact, groups, final metrics."""
-    return {
+def model_asset_extra(result: dict[str, Any], cost: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The asset event extra for a completed job: job name, model artifact, groups, final metrics and
+    what the run cost (:func:`airflow_hetero.logs.cost.billed_cost`; left out when not given)."""
+    extra = {
         "training_job_name": result.get("training_job_name"),
         "model_artifacts": result.get("model_artifacts"),
         "instance_groups": list(result.get("instance_groups") or []),
         "final_metrics": dict(result.get("final_metrics") or {}),
     }
+    if cost is not None:
+        extra["cost"] = dict(cost)
+    return extra
 
 
 def artifact_outside_asset(asset_uri: str, result: dict[str, Any]) -> str | None:

@@ -9,15 +9,20 @@ but this module: a DAG file pays only for what parsing needs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     from airflow_hetero._compat import Asset, Context
+    from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.logs.shape import BilledCost
 
     F = TypeVar("F", bound=Callable[..., Any])  # for type checkers only: creating it costs a parse
+
+log = logging.getLogger(__name__)
 
 
 def records_outputs(method: F) -> F:
@@ -40,9 +45,28 @@ class JobOutputsMixin:
     model_asset: Asset | None = None
     #: The result dict of the job this task saw finish (None before, or when it did not wait).
     job_result: dict[str, Any] | None = None
+    #: What prices the run's cost in the asset's extra: overrides, currency, whether to ask the Price List.
+    prices: dict[str, float] | None = None
+    currency: str = "USD"
+    use_pricing_api: bool = True
 
-    def declare_model_asset(self, model_asset: Asset | str | None) -> Asset | None:
-        """Add the model asset (an Asset, or its URI) to the task's outlets; return it."""
+    make_hook: Callable[[], HeteroTrainingHook]  # the operator's and the sensor's own
+
+    def declare_model_asset(
+        self,
+        model_asset: Asset | str | None,
+        *,
+        prices: Mapping[str, float] | None = None,
+        currency: str = "USD",
+        use_pricing_api: bool = True,
+    ) -> Asset | None:
+        """Add the model asset (an Asset, or its URI) to the task's outlets; return it. ``prices``,
+        ``currency`` and ``use_pricing_api`` price the run's cost in its events (as on the summary operator)."""
+        from airflow_hetero.pricing.price_list import check_currency, check_overrides
+
+        self.prices = check_overrides(prices) or None  # a bad price fails the parse, not the run
+        self.currency = check_currency(currency)
+        self.use_pricing_api = use_pricing_api
         if model_asset is None:
             return None
         from airflow_hetero._compat import Asset
@@ -69,7 +93,25 @@ class JobOutputsMixin:
         problem = artifact_outside_asset(self.model_asset.uri, result)
         if problem:
             raise AirflowFailException(f"Task {self.task_id}: {problem}; set model_asset to the job's output_path")
-        context["outlet_events"][self.model_asset].extra = model_asset_extra(result)
+        context["outlet_events"][self.model_asset].extra = model_asset_extra(result, self.run_cost(result))
+
+    def run_cost(self, result: dict[str, Any]) -> BilledCost:
+        """What the run cost (:func:`airflow_hetero.logs.cost.billed_cost`), its groups priced through the
+        task's hook like the summary operator's; a lookup that fails makes the total unknown, not the task."""
+        from airflow_hetero.logs.cost import billed_cost
+        from airflow_hetero.pricing.price_list import unknown
+
+        groups = list(result.get("instance_groups") or [])
+        types = sorted({str(g["type"]) for g in groups if g.get("type")})
+        try:
+            prices = self.make_hook().training_prices(
+                types, overrides=self.prices, currency=self.currency, use_pricing_api=self.use_pricing_api
+            )
+        except Exception as exc:  # the job is done and its model is good: a price must not fail the task
+            log.warning("No prices for the model asset's cost of %s: %s", result.get("training_job_name"), exc)
+            why = f"the price lookup failed ({type(exc).__name__}: {exc})"
+            prices = {t: unknown(t, self.currency, why) for t in types}
+        return billed_cost(groups, result.get("billable_seconds"), prices, currency=self.currency)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
         """Inputs: every S3 channel with its instance groups; output: the model artifact."""

@@ -1,16 +1,24 @@
-"""How many vCPUs and GPUs an ML instance type has, to turn SageMaker's summed percentages into 0-100 (pure).
+"""How many vCPUs and GPUs an ML instance type has, and SageMaker's summed percentages turned into
+0-100 per device, once, for the whole summary (pure).
 
 SageMaker reports ``CPUUtilization`` and ``GPUUtilization`` / ``GPUMemoryUtilization`` summed over
-the instance's CPUs or GPUs (an 8-GPU host at full load reports 800). A verdict speaks of "GPUs
-38% busy", so it divides by the device count. vCPUs follow EC2's size rule (``large`` = 2,
-``xlarge`` = 4, ``Nxlarge`` = 4N); GPUs come from the table below (GPU families only). Anything
-unknown is None, and callers may pass their own figures (``capacity=`` of the verdict).
+the instance's CPUs or GPUs (an 8-GPU host at full load reports 800). The summary states one figure
+per device everywhere (table, verdict, view, XCom): :func:`per_device_utilization` and
+:func:`per_device_series` divide by the device count when the summary is built, and each stat says
+its ``unit``. vCPUs follow EC2's size rule (``large`` = 2, ``xlarge`` = 4, ``Nxlarge`` = 4N); GPUs come
+from the table below (GPU families only). Anything unknown is None (the figure stays summed and its
+unit says so), and callers may pass their own figures (``capacity_overrides``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from airflow_hetero.logs.shape import Series, Utilization
 
 _TYPE = re.compile(r"^ml\.(?P<family>[a-z][a-z0-9-]*)\.(?P<size>[a-z0-9-]+)$")
 _SIZE = re.compile(r"^(?P<n>\d*)xlarge$")
@@ -73,3 +81,72 @@ def capacity(instance_type: str | None) -> Capacity:
     if not instance_type:
         return Capacity(None, None)
     return Capacity(vcpus(instance_type), gpus(instance_type))
+
+
+def capacity_of(instance_type: str | None, overrides: Mapping[str, Capacity | Mapping[str, Any]] | None) -> Capacity:
+    """``overrides``' figures for ``instance_type`` (``{"cpus": n, "gpus": n}``), else :func:`capacity`."""
+    given = (overrides or {}).get(instance_type or "")
+    if given is None:
+        return capacity(instance_type)
+    if isinstance(given, Capacity):
+        return given
+    return Capacity(given.get("cpus"), given.get("gpus"))
+
+
+#: Metrics SageMaker sums over devices: key -> (the :class:`Capacity` field, the devices' name).
+SUMMED = {"cpu": ("cpus", "vCPUs"), "gpu": ("gpus", "GPUs"), "gpu_memory": ("gpus", "GPUs' memory")}
+#: The unit of the metrics that are a share of one thing already.
+_WHOLE = {"memory": "% of memory", "disk": "% of disk"}
+
+
+def devices_of(key: str, cap: Capacity) -> int | None:
+    """The count ``key``'s figure is divided by: its devices, 1 for memory and disk, None when unknown."""
+    return cast("int | None", getattr(cap, SUMMED[key][0])) if key in SUMMED else 1
+
+
+def unit_of(key: str, cap: Capacity) -> str:
+    """How ``key``'s figure is stated: ``% of all vCPUs`` (the average vCPU), or summed when the count
+    is unknown."""
+    if key not in SUMMED:
+        return _WHOLE.get(key, "%")
+    what, devices = SUMMED[key][1], devices_of(key, cap)
+    if devices:
+        return f"% of all {what}"
+    why = "count unknown" if devices is None else "the type has none known"
+    return f"% summed over {what} ({why}: 100 per device)"
+
+
+def _divided(value: Any, devices: int | None) -> Any:
+    return round(float(value) / devices, 2) if value is not None and devices else value
+
+
+def per_device_utilization(utilization: Utilization | None, cap: Capacity) -> Utilization | None:
+    """SageMaker's figures (:func:`airflow_hetero.logs.per_group.aggregate_utilization`) per device, each
+    stat with its ``unit``; the one place the summary divides."""
+    if utilization is None:
+        return None
+    out: dict[str, Any] = {}
+    for key, stat in cast("Mapping[str, Mapping[str, Any] | None]", utilization).items():
+        if stat is None:
+            out[key] = None
+            continue
+        devices = devices_of(key, cap)
+        entry: dict[str, Any] = {**stat}
+        entry.update(avg=_divided(entry.get("avg"), devices), max=_divided(entry.get("max"), devices))
+        entry["unit"] = unit_of(key, cap)
+        out[key] = entry
+    return cast("Utilization", out)
+
+
+def per_device_series(series: Series | None, cap: Capacity) -> Series | None:
+    """A group's series (:func:`airflow_hetero.logs.series.group_series`) in the same units as its
+    utilisation."""
+    if series is None:
+        return None
+    out = cast("dict[str, Any]", dict(series))
+    for key in SUMMED:
+        line = out.get(key)
+        devices = devices_of(key, cap)
+        if line and devices:
+            out[key] = {part: [_divided(v, devices) for v in values] for part, values in line.items()}
+    return cast("Series", out)

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from airflow_hetero.job.resource_config import GroupSpec, instance_groups
-from airflow_hetero.logs.capacity import Capacity
+from airflow_hetero.logs.capacity import Capacity, capacity_of, per_device_series, per_device_utilization
+from airflow_hetero.logs.cost import job_cost
 from airflow_hetero.logs.mapping import HostMapping, resolve_mapping
 from airflow_hetero.logs.series import group_series
 from airflow_hetero.logs.shape import (
@@ -39,6 +40,7 @@ from airflow_hetero.logs.streams import (
 )
 from airflow_hetero.logs.text import iso, strip_control
 from airflow_hetero.logs.verdict import Thresholds, judge_groups
+from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 
@@ -259,7 +261,15 @@ class VerdictSpec:
     """Asks :func:`build_summary` for the verdict (``verdict``), judged with these thresholds."""
 
     thresholds: Thresholds
-    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class CostSpec:
+    """Asks :func:`build_summary` for the cost (``cost``) and the verdict's effects, with these prices
+    (instance type -> :class:`~airflow_hetero.pricing.price_list.Price`, all in ``currency``)."""
+
+    prices: Mapping[str, Price]
+    currency: str = PRICE_LIST_CURRENCY
 
 
 @dataclass(frozen=True)
@@ -275,6 +285,7 @@ class _Options:
     tail_lines: int
     max_error_samples: int
     series: SeriesSpec | None
+    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None
 
 
 def _group_entry(
@@ -287,14 +298,19 @@ def _group_entry(
     """One group's part of the summary, in its documented key order."""
     count = spec.instance_count if spec else len(hosts)
     mapping, datapoints = options.mapping, options.datapoints
+    instance_type = (spec.instance_type if spec else None) or mapping.instance_types.get(name)
+    cap = capacity_of(instance_type, options.capacity_overrides)
     entry: GroupSummary = {
-        "instance_type": (spec.instance_type if spec else None) or mapping.instance_types.get(name),
+        "instance_type": instance_type,
         "instance_count": count,
+        "devices": {"cpus": cap.cpus, "gpus": cap.gpus},
         "hosts": hosts,
         "mapped_by": {host: mapping.source[host] for host in hosts},
         **merge_logs(group_logs, options.tail_lines, options.max_error_samples),  # type: ignore[typeddict-item]
         "utilization": (
-            aggregate_utilization(hosts, datapoints, options.window if options.clip_datapoints else None)
+            per_device_utilization(
+                aggregate_utilization(hosts, datapoints, options.window if options.clip_datapoints else None), cap
+            )
             if datapoints is not None
             else None
         ),
@@ -303,7 +319,7 @@ def _group_entry(
     series = options.series
     if series is not None:
         entry["series"] = (
-            group_series(hosts, datapoints, series.axis, series.points, series.period)
+            per_device_series(group_series(hosts, datapoints, series.axis, series.points, series.period), cap)
             if datapoints and series.axis is not None
             else None
         )
@@ -324,15 +340,19 @@ def build_summary(
     read_problems: Sequence[str] = (),
     series: SeriesSpec | None = None,
     verdict: VerdictSpec | None = None,
+    cost: CostSpec | None = None,
     api_calls: Mapping[str, int] | None = None,
+    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
 ) -> LogSummary:
     """The whole summary (before the size bound), built once, in its documented key order.
 
     ``datapoints`` None means metrics were not read; ``clip_datapoints=False`` takes them as
     already limited to the training window (by the query). ``read_problems`` (what reading the logs
-    ran into) follow the mapping's problems. Given ``series``, ``verdict`` or ``api_calls``, the
-    groups' series, the verdict and the reading cost are part of the summary; without them those
-    keys are left out.
+    ran into) follow the mapping's problems. Given ``series``, ``verdict``, ``cost`` or ``api_calls``,
+    the groups' series, the verdict, the cost (and the verdict's effects in money) and the reading
+    cost are part of the summary; without them those keys are left out. Utilisation and series are
+    per device (:mod:`airflow_hetero.logs.capacity`; ``capacity_overrides``: instance type ->
+    ``{"cpus", "gpus"}`` where the built-in rule is wrong for the hosts).
     """
     describe = describe or {}
     specs: list[GroupSpec] = instance_groups(describe)
@@ -347,6 +367,7 @@ def build_summary(
         tail_lines=tail_lines,
         max_error_samples=max_error_samples,
         series=series,
+        capacity_overrides=capacity_overrides,
     )
     members: dict[str, list[str]] = {spec.name: [] for spec in specs}
     for host, group in mapping.host_to_group.items():
@@ -387,7 +408,18 @@ def build_summary(
             groups,
             partial=summary["partial"],
             thresholds=verdict.thresholds,
-            capacity_overrides=verdict.capacity_overrides,
+            prices=cost.prices if cost else None,
+            currency=cost.currency if cost else PRICE_LIST_CURRENCY,
+        )
+    if cost is not None:
+        judged = summary.get("verdict")
+        summary["cost"] = job_cost(
+            groups,
+            judged if judged and "groups" in judged else None,
+            cost.prices,
+            currency=cost.currency,
+            describe=describe,
+            partial=summary["partial"],
         )
     if api_calls is not None:
         summary["api_calls"] = dict(api_calls)

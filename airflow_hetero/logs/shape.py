@@ -89,10 +89,12 @@ class UtilizationStat(TypedDict):
     max: float | None  # largest per-minute maximum
     hosts: int  # hosts with datapoints
     datapoints: int
+    unit: NotRequired[str]  # e.g. "% of all vCPUs" (:func:`airflow_hetero.logs.capacity.per_device_utilization`)
 
 
 class Utilization(TypedDict):
-    """SageMaker's percentages (CPU and GPU summed over the instance's devices); None: no datapoints."""
+    """Percent per device (CPU and GPU: SageMaker's sums divided by the group's ``devices``, each
+    stat's ``unit`` says so); None: no datapoints."""
 
     cpu: UtilizationStat | None
     memory: UtilizationStat | None
@@ -146,12 +148,20 @@ class HostListTotals(TypedDict, total=False):
     tail_total: int
 
 
+class Devices(TypedDict):
+    """vCPUs and GPUs per instance the utilisation was divided by (None: not known, figures summed)."""
+
+    cpus: int | None
+    gpus: int | None
+
+
 class GroupSummary(LogPart, HostListTotals):
-    """One instance group. Key order: ``instance_type``, ``instance_count``, ``hosts``,
+    """One instance group. Key order: ``instance_type``, ``instance_count``, ``devices``, ``hosts``,
     ``mapped_by``, the :class:`LogPart` keys, ``utilization``, ``instance_seconds``, ``series``."""
 
     instance_type: str | None
     instance_count: int
+    devices: NotRequired[Devices]
     hosts: list[str]
     mapped_by: dict[str, str]  # host -> the evidence that put it here (logs.mapping.SOURCES)
     utilization: Utilization | None  # None: metrics were not read
@@ -180,13 +190,32 @@ class GroupVerdict(TypedDict, total=False):
     waiting_instance_seconds: float
     over_provisioned: bool  # only when True
     suggested_count: int
+    effect: SuggestionEffect  # of suggested_count, when the summary was given prices
     memory_percent: float
     disk_percent: float
+
+
+class SuggestionEffect(TypedDict, total=False):
+    """What following a suggestion would change, in money and time (:mod:`airflow_hetero.logs.cost`).
+
+    ``per_hour`` and ``per_run`` are changes (negative: saved); None with ``reason`` when a price is
+    unknown. ``assumption`` states the model the figures rest on."""
+
+    instance_count: Required[int]  # now
+    suggested_count: Required[int]
+    currency: Required[str]
+    per_hour: Required[float | None]
+    per_run: Required[float | None]
+    run_seconds: float  # the run's billable length now
+    run_seconds_after: float  # under the verdict's model
+    assumption: Required[str]
+    reason: str
 
 
 class Suggestion(TypedDict):
     group: str
     instance_count: int
+    effect: NotRequired[SuggestionEffect]  # when the summary was given prices
 
 
 class Verdict(TypedDict):
@@ -215,6 +244,60 @@ class VerdictHeadline(TypedDict, total=False):
     message: str
     suggestion: Suggestion
     waiting_share: float
+
+
+class GroupCost(TypedDict):
+    """One group's cost: instance-seconds x price per hour / 3600; None with ``reason`` when unknown."""
+
+    instance_type: str | None
+    instance_count: int
+    instance_seconds: float | None
+    price_per_hour: float | None
+    cost: float | None
+    waiting_instance_seconds: float | None  # the verdict's
+    waiting_cost: float | None
+    reason: NotRequired[str]
+
+
+class PriceEntry(TypedDict):
+    """One instance type's price as the summary used it (:class:`airflow_hetero.pricing.price_list.Price`)."""
+
+    per_hour: float | None
+    currency: str
+    source: NotRequired[str]  # override, pricing_api, cache
+    description: NotRequired[str]  # the Price List's own words (the offline endpoint's say "stand-in")
+
+
+class SpotRatio(TypedDict):
+    """A managed spot job's BillableTimeInSeconds / TrainingTimeInSeconds (None while unknown)."""
+
+    billable_seconds: int | None
+    training_seconds: int | None
+    ratio: float | None
+
+
+class Cost(TypedDict):
+    """What the job cost per group and in all, and what its waiting cost (:mod:`airflow_hetero.logs.cost`)."""
+
+    currency: str
+    total: float | None  # None when a group's cost is unknown
+    waiting: float | None  # the cost of the instance time spent waiting
+    groups: dict[str, GroupCost]
+    prices: dict[str, PriceEntry]
+    estimate: bool  # a spot job or a running one: the figures are estimates
+    spot: SpotRatio | None
+    notes: list[str]
+
+
+class BilledCost(TypedDict):
+    """The run's cost in the model asset's extra (:func:`airflow_hetero.logs.cost.billed_cost`)."""
+
+    total: float | None  # None: see ``reason``
+    currency: str
+    billable_seconds: float | None
+    prices: dict[str, float | None]  # instance type -> price per instance-hour used
+    basis: str
+    reason: NotRequired[str]
 
 
 class TailCut(TypedDict):
@@ -260,6 +343,7 @@ class LogSummary(JobOverview):
     warnings: int
     truncated: Truncated
     verdict: NotRequired[Verdict | VerdictHeadline]
+    cost: NotRequired[Cost]  # when the summary was given prices (or overrides)
     api_calls: NotRequired[dict[str, int]]  # calls by action, plus "total"
     problems_total: NotRequired[int]
     unmapped_hosts_total: NotRequired[int]

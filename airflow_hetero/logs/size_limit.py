@@ -247,6 +247,48 @@ def _verdict_details(cutting: _Cutting) -> Iterator[None]:
         yield
 
 
+def _cost_details(cutting: _Cutting) -> Iterator[None]:
+    """The price descriptions and the cost's notes go, its reasons are cut to 80 characters."""
+    cost = cutting.out.get("cost")
+    if not cost:
+        return
+    for entry in cost.get("prices", {}).values():
+        entry.pop("description", None)
+    for group in cost.get("groups", {}).values():
+        if "reason" in group:
+            group["reason"] = _cut_line(group["reason"], 80)
+    cost["notes"] = []
+    cutting.other("cost details")
+    yield
+
+
+#: The cost's keys kept when even its details were too much.
+_COST_HEADLINE = ("currency", "total", "waiting")
+
+
+def _cost_headline(cutting: _Cutting) -> Iterator[None]:
+    """The cost's currency, total and waiting cost only."""
+    cost = cutting.out.get("cost")
+    if cost and "groups" in cost:
+        cutting.out["cost"] = {key: cost[key] for key in _COST_HEADLINE if key in cost}
+        _replace_cost_notes(cutting, "cost per group")  # which says its details went too
+        yield
+
+
+def _no_cost(cutting: _Cutting) -> Iterator[None]:
+    if "cost" not in cutting.out:
+        return
+    del cutting.out["cost"]
+    _replace_cost_notes(cutting, "cost")
+    yield
+
+
+def _replace_cost_notes(cutting: _Cutting, note: str) -> None:
+    """One note for what the cost lost (a later cut says all an earlier one did)."""
+    other = cutting.truncated.setdefault("other", [])
+    other[:] = [*(n for n in other if not n.startswith("cost")), note]
+
+
 #: Lists and mappings of a section that grow with the number of hosts and streams.
 _HOST_KEYS = ("hosts", "log_streams", "mapped_by", "tail")
 
@@ -316,6 +358,13 @@ CUTTING_ORDER: tuple[Cut, ...] = (
         _verdict_details,
         "other: verdict details",
     ),
+    Cut(
+        "the cost's details: price descriptions, notes, reasons over 80 characters",
+        _cost_details,
+        "other: cost details",
+    ),
+    Cut("the cost per group and the prices: its currency, total and waiting cost stay", _cost_headline, "other"),
+    Cut("the cost altogether", _no_cost, "other: cost"),
     Cut(
         "every per-host list (hosts, log_streams, mapped_by, tail; unmapped_hosts, problems) to 64, 16, 4, 1, "
         "0 entries",

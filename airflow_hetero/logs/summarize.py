@@ -10,7 +10,7 @@ Takes already-built clients (plain boto3 ones or those of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,12 +19,23 @@ from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.logs.cloudwatch import ApiCalls, counted_call, metric_period, read_job_logs, read_utilization
 from airflow_hetero.logs.mapping import resolve_mapping
 from airflow_hetero.logs.patterns import LineRules
-from airflow_hetero.logs.per_group import TERMINAL_STATUSES, SeriesSpec, VerdictSpec, build_summary, training_window
+from airflow_hetero.logs.per_group import (
+    TERMINAL_STATUSES,
+    CostSpec,
+    SeriesSpec,
+    VerdictSpec,
+    build_summary,
+    training_window,
+)
 from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS
 from airflow_hetero.logs.shape import BoundedSummary
 from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 from airflow_hetero.logs.streams import DEFAULT_MAX_ERROR_SAMPLES, LOG_GROUP, StreamLog, host_from_stream
 from airflow_hetero.logs.verdict import Thresholds
+from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price, check_currency
+
+#: Prices given to the summary: instance type -> price, or a function of the job's instance types.
+Prices = Mapping[str, Price] | Callable[[list[str]], Mapping[str, Price]]
 
 __all__ = ["DEFAULT_MAX_XCOM_BYTES", "summarize_training_job"]
 
@@ -49,6 +60,8 @@ def summarize_training_job(
     series_points: int = DEFAULT_SERIES_POINTS,
     verdict_thresholds: Thresholds | Mapping[str, Any] | None = None,
     capacity_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    prices: Prices | None = None,
+    currency: str = PRICE_LIST_CURRENCY,
 ) -> BoundedSummary:
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
@@ -61,7 +74,10 @@ def summarize_training_job(
         :data:`airflow_hetero.logs.cloudwatch.LOG_RETRY_POLICY`).
     :param series_points: points per group utilisation series (``groups.<name>.series``).
     :param verdict_thresholds: see :class:`airflow_hetero.logs.verdict.Thresholds` (``verdict`` key).
-    :param capacity_overrides: instance type -> ``{"cpus", "gpus"}`` for the verdict's per-device figures.
+    :param capacity_overrides: instance type -> ``{"cpus", "gpus"}`` for the per-device figures.
+    :param prices: instance type -> :class:`~airflow_hetero.pricing.price_list.Price` in ``currency``,
+        or a function of the job's instance types returning them (``HeteroTrainingHook.training_prices``);
+        given, the summary has ``cost`` and the verdict's suggestions their ``effect``.
     Works on a running job too (``partial`` is then True). Raises ValueError for bad arguments or
     patterns before any log is read; service errors (e.g. an unknown job) propagate.
     """
@@ -74,6 +90,7 @@ def summarize_training_job(
     if series_points < 1:
         raise ValueError(f"series_points must be at least 1, got {series_points}")
     thresholds = Thresholds.of(verdict_thresholds)
+    check_currency(currency)
     calls = ApiCalls()
     describe = dict(
         counted_call(
@@ -131,6 +148,10 @@ def summarize_training_job(
                 calls=calls,
                 retry_policy=retry_policy,
             )
+    cost = None
+    if prices is not None:
+        types = sorted({spec.instance_type for spec in instance_groups(describe) if spec.instance_type})
+        cost = CostSpec(prices(types) if callable(prices) else prices, currency)
     summary = build_summary(
         job_name,
         describe,
@@ -143,7 +164,9 @@ def summarize_training_job(
         clip_datapoints=False,
         read_problems=problems,
         series=SeriesSpec(series_points, axis, metric_period(*window_dt) if window_dt else 60),
-        verdict=VerdictSpec(thresholds, capacity_overrides),
+        verdict=VerdictSpec(thresholds),
+        capacity_overrides=capacity_overrides,
+        cost=cost,
         api_calls=calls.as_dict(),
     )
     return enforce_size_limit(summary, max_xcom_bytes)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-from airflow_hetero.logs.shape import BoundedSummary, UnmappedSection, UtilizationStat
+from airflow_hetero.logs.shape import BoundedSummary, Cost, UnmappedSection, UtilizationStat
 from airflow_hetero.logs.text import strip_control
 
 _UTIL_KEYS = ("cpu", "memory", "gpu", "gpu_memory")
@@ -24,19 +24,27 @@ def _percent(value: float | None) -> str:
 def _util(value: UtilizationStat | None) -> str:
     if not value:
         return "-"
-    return f"{_percent(value.get('avg'))}/{_percent(value.get('max'))}"
+    summed = "*" if "summed" in str(value.get("unit") or "") else ""
+    return f"{_percent(value.get('avg'))}/{_percent(value.get('max'))}{summed}"
 
 
 def _utilization_note(groups: list[Mapping[str, Any]]) -> str | None:
-    """What a '-' in the utilisation columns means: not read, or no datapoints (GPU: none locally)."""
+    """The unit of the utilisation columns, and what a '-' (no datapoints) or a '*' (summed) means."""
     utils = [group.get("utilization") for group in groups]
     if not utils:
         return None
     if all(util is None for util in utils):
         return "utilisation: not read (include_metrics=False)"
+    note = (
+        "utilisation: avg/max over the training window, in % of all the group's vCPUs (cpu), GPUs (gpu),"
+        " GPU memory and memory: 100 = every device busy"
+    )
+    stats = [stat for util in utils if util for stat in util.values() if stat]
+    if any("summed" in str(stat.get("unit") or "") for stat in stats):
+        note += "; * = SageMaker's sum over devices (100 per device): the instance type's count is unknown"
     if all(util is not None and util.get(key) for util in utils for key in _UTIL_KEYS):
-        return None
-    note = "utilisation: avg/max percent over the training window; '-' = no CloudWatch datapoints for the group"
+        return note
+    note += "; '-' = no CloudWatch datapoints for the group"
     if not any(util and (util.get("gpu") or util.get("gpu_memory")) for util in utils):
         note += (
             ". No GPU datapoints for any group: SageMaker publishes GPU metrics only for GPU instances,"
@@ -103,6 +111,59 @@ def _stacked(rows: list[list[str]], width: int) -> list[str]:
     return lines
 
 
+#: How the summary names where a price came from.
+PRICE_SOURCES = {"override": "prices=", "pricing_api": "Price List API", "cache": "Price List API, cached"}
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def cost_lines(cost: Cost) -> list[str]:
+    """The cost table (per group and the total, in the summary's currency), then the prices and notes."""
+    currency = cost["currency"]
+    if "groups" not in cost:  # cut by the size bound to its total
+        total, waiting = _money(cost.get("total")), _money(cost.get("waiting"))
+        return [f"cost: {total} {currency} in all, waiting {waiting} {currency} (details cut to fit max_xcom_bytes)"]
+    rows = [["group", "instance-s", f"{currency}/h", "cost", "waiting s", "waiting cost"]]
+    for name, g in cost["groups"].items():
+        rows.append(
+            [
+                name,
+                _seconds(g["instance_seconds"]),
+                _money(g["price_per_hour"]),
+                "unknown" if g["cost"] is None else _money(g["cost"]),
+                _seconds(g["waiting_instance_seconds"]),
+                _money(g["waiting_cost"]),
+            ]
+        )
+    seconds = [g["instance_seconds"] for g in cost["groups"].values()]
+    waiting = [g["waiting_instance_seconds"] for g in cost["groups"].values()]
+    rows.append(
+        [
+            "total",
+            _seconds(sum(s for s in seconds if s is not None)) if None not in seconds else "-",
+            "",
+            "unknown" if cost["total"] is None else _money(cost["total"]),
+            _seconds(round(sum(w for w in waiting if w is not None), 1)) if None not in waiting else "-",
+            _money(cost["waiting"]),
+        ]
+    )
+    lines = _grid(rows)
+    for name, price in cost["prices"].items():
+        if price.get("per_hour") is None:
+            continue
+        where = PRICE_SOURCES.get(str(price.get("source")), str(price.get("source")))
+        said = f": {price['description']}" if price.get("description") else ""
+        lines.extend(_wrap(f"price of {name}: {price['per_hour']:g} {price['currency']}/h ({where}){said}"))
+    lines.extend(line for note in cost["notes"] for line in _wrap(f"cost: {note}"))
+    return lines
+
+
 def format_table(summary: BoundedSummary) -> str:
     """A readable per-group summary for the task log, every line within :data:`TABLE_WIDTH`.
 
@@ -147,6 +208,9 @@ def format_table(summary: BoundedSummary) -> str:
     note = _utilization_note(list(groups.values()))
     if note:
         lines.extend(_wrap(note))
+    cost = cast("Cost | None", summary.get("cost"))
+    if cost:
+        lines.extend(cost_lines(cost))
     for name, group in sections:
         for metric, value in (group.get("metrics") or {}).items():
             lines.extend(

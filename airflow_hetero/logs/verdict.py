@@ -1,8 +1,9 @@
 """Which instance group holds the job back: a verdict from a summary's utilisation (pure).
 
 Each group is judged on its *primary* resource: its GPUs when CloudWatch has GPU datapoints for it,
-else its CPUs, as a 0-100 percentage per device (SageMaker's figures divided by the instance's
-vCPUs or GPUs, see :mod:`airflow_hetero.logs.capacity`). With the :class:`Thresholds`:
+else its CPUs, as the summary states them: a 0-100 percentage per device (the summary divided
+SageMaker's figures by the instance's vCPUs or GPUs when it was built, see
+:mod:`airflow_hetero.logs.capacity`; the verdict divides nothing). With the :class:`Thresholds`:
 
 * a group at or above ``busy_percent`` is *saturated*; below ``waiting_percent`` it *waits*;
 * a saturated group while another waits is the *bottleneck*: the suggestion scales it so the
@@ -22,10 +23,21 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, cast
 
-from airflow_hetero.logs.capacity import Capacity, capacity
+from airflow_hetero.logs.capacity import Capacity
+from airflow_hetero.logs.cost import bottleneck_assumption, bottleneck_speedup, scaling_effect
+from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
 
 if TYPE_CHECKING:
-    from airflow_hetero.logs.shape import GroupSummary, GroupVerdict, LogSummary, Series, Verdict, VerdictHeadline
+    from airflow_hetero.logs.shape import (
+        GroupSummary,
+        GroupVerdict,
+        LogSummary,
+        Series,
+        Suggestion,
+        SuggestionEffect,
+        Verdict,
+        VerdictHeadline,
+    )
 
 _NAMES = {"gpu": "GPUs", "cpu": "CPUs"}
 
@@ -72,19 +84,10 @@ class Thresholds:
         return cls(**{k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in value.items()})
 
 
-def _capacity_of(instance_type: str | None, overrides: Mapping[str, Capacity | Mapping[str, Any]]) -> Capacity:
-    given = overrides.get(instance_type or "")
-    if given is None:
-        return capacity(instance_type)
-    if isinstance(given, Capacity):
-        return given
-    return Capacity(given.get("cpus"), given.get("gpus"))
-
-
-def _per_device(value: float | None, devices: int | None) -> float | None:
-    if value is None:
-        return None
-    return value / devices if devices else value
+def _devices(group: GroupSummary) -> Capacity:
+    """The device counts the summary divided this group's figures by (None: unknown, figures summed)."""
+    devices: Mapping[str, Any] = group.get("devices") or {}
+    return Capacity(devices.get("cpus"), devices.get("gpus"))
 
 
 def _primary(group: GroupSummary, cap: Capacity) -> tuple[str, int | None] | None:
@@ -104,12 +107,12 @@ def _series_values(series: Series | None, key: str) -> list[float | int | None]:
     return list(line.get("avg") or [])
 
 
-def _waiting_share(series: Series | None, resource: str, devices: int | None, below: float) -> float | None:
-    """Share of the series buckets (with data) in which ``resource`` was below ``below`` per device."""
+def _waiting_share(series: Series | None, resource: str, below: float) -> float | None:
+    """Share of the series buckets (with data) in which ``resource`` was below ``below`` (per device)."""
     seen = [v for v in _series_values(series, resource) if v is not None]
     if not seen:
         return None
-    waiting = sum(1 for v in seen if (_per_device(v, devices) or 0.0) < below)
+    waiting = sum(1 for v in seen if v < below)
     return round(waiting / len(seen), 3)
 
 
@@ -141,8 +144,8 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
     if primary is None:
         return entry
     resource, devices = primary
-    busy = float(util[resource]["avg"]) / (devices or 1)
-    peak = _per_device(util[resource].get("max"), devices)
+    busy = float(util[resource]["avg"])
+    peak = util[resource].get("max")
     entry.update(resource=resource, busy_percent=round(busy, 1))
     entry["peak_percent"] = round(peak, 1) if peak is not None else None
     if devices is None:
@@ -155,7 +158,7 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
         entry["state"] = "waiting"
     else:
         entry["state"] = "busy"
-    share = _waiting_share(group.get("series"), resource, devices, limits.waiting_percent)
+    share = _waiting_share(group.get("series"), resource, limits.waiting_percent)
     entry["waiting_share"] = share
     seconds = group.get("instance_seconds")
     if share is not None and seconds is not None:
@@ -170,23 +173,10 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
     return entry
 
 
-def judge(
-    summary: LogSummary,
-    thresholds: Thresholds | Mapping[str, Any] | None = None,
-    *,
-    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
-) -> Verdict:
-    """The verdict of a summary (see the module docstring); a plain JSON-able dict.
-
-    ``capacity_overrides``: instance type -> ``{"cpus": n, "gpus": n}`` where the built-in rule is
-    wrong or the hosts are not what the type says (a local run's host is one process).
-    """
-    return judge_groups(
-        summary.get("groups") or {},
-        partial=bool(summary.get("partial")),
-        thresholds=thresholds,
-        capacity_overrides=capacity_overrides,
-    )
+def judge(summary: LogSummary, thresholds: Thresholds | Mapping[str, Any] | None = None) -> Verdict:
+    """The verdict of a summary (see the module docstring); a plain JSON-able dict. Device counts are
+    the summary's (``capacity_overrides`` of :func:`airflow_hetero.logs.summarize.summarize_training_job`)."""
+    return judge_groups(summary.get("groups") or {}, partial=bool(summary.get("partial")), thresholds=thresholds)
 
 
 def judge_groups(
@@ -194,15 +184,15 @@ def judge_groups(
     *,
     partial: bool,
     thresholds: Thresholds | Mapping[str, Any] | None = None,
-    capacity_overrides: Mapping[str, Capacity | Mapping[str, Any]] | None = None,
+    prices: Mapping[str, Price] | None = None,
+    currency: str = PRICE_LIST_CURRENCY,
 ) -> Verdict:
-    """The verdict of a summary's groups (``partial``: the job is still running); see :func:`judge`."""
+    """The verdict of a summary's groups (``partial``: the job is still running); see :func:`judge`.
+
+    Given ``prices`` (instance type -> :class:`~airflow_hetero.pricing.price_list.Price`), each
+    suggestion carries its ``effect`` in ``currency`` (:func:`airflow_hetero.logs.cost.scaling_effect`)."""
     limits = Thresholds.of(thresholds)
-    overrides = capacity_overrides or {}
-    groups = {
-        name: _assess(group, _capacity_of(group.get("instance_type"), overrides), limits)
-        for name, group in summary_groups.items()
-    }
+    groups = {name: _assess(group, _devices(group), limits) for name, group in summary_groups.items()}
     judged = {name: g for name, g in groups.items() if g["busy_percent"] is not None}
     totals = [g for g in groups.values() if g["instance_seconds"] is not None]
     total_seconds = sum(float(g["instance_seconds"]) for g in totals)
@@ -256,7 +246,16 @@ def judge_groups(
         factor = min(limits.target_percent / max(judged[slow]["busy_percent"], 1.0), limits.max_scale)
         suggested = max(count + 1, math.ceil(count * factor - 1e-9))
         verdict["kind"], verdict["bottleneck"] = "bottleneck", bottleneck
-        verdict["suggestion"] = {"group": bottleneck, "instance_count": suggested}
+        suggestion: Suggestion = {"group": bottleneck, "instance_count": suggested}
+        verdict["suggestion"] = suggestion
+        if prices is not None:
+            busy, resource = judged[slow]["busy_percent"], judged[slow]["resource"]
+            speedup = bottleneck_speedup(count, suggested, busy, limits.target_percent)
+            assumption = bottleneck_assumption(slow, resource, busy, limits.target_percent, speedup)
+            money = (summary_groups, prices)
+            suggestion["effect"] = scaling_effect(
+                bottleneck, suggested, *money, currency=currency, speedup=speedup, assumption=assumption
+            )
         parts.append(
             f"{label(slow)} {_fmt(judged[slow]['busy_percent'])}% busy while {label(bottleneck)} are at "
             f"{_fmt(b['busy_percent'])}%: {bottleneck} is the bottleneck; try {suggested} {bottleneck} instances"
@@ -282,6 +281,7 @@ def judge_groups(
         fewer = max(1, math.ceil(count * g["busy_percent"] / limits.target_percent))
         if fewer < count:
             g.update(over_provisioned=True, suggested_count=fewer)
+            g.update(_fewer_effect(name, fewer, summary_groups, prices, currency))
             verdict["over_provisioned_groups"].append(name)
             parts.append(
                 f"{name} is over-provisioned: {_fmt(g['busy_percent'])}% busy; "
@@ -293,6 +293,18 @@ def judge_groups(
     verdict["message"] = "; ".join(parts)
     verdict["groups"] = _compact(groups)
     return verdict
+
+
+def _fewer_effect(
+    name: str, fewer: int, groups: Mapping[str, GroupSummary], prices: Mapping[str, Price] | None, currency: str
+) -> dict[str, SuggestionEffect]:
+    """``{"effect": ...}`` of running an over-provisioned group with ``fewer`` instances ({} without prices)."""
+    if prices is None:
+        return {}
+    plural = "s" if fewer > 1 else ""
+    verb = "do" if fewer > 1 else "does"
+    assumption = f"if {fewer} {name} instance{plural} {verb} its work: not the bottleneck, so the run's length stays"
+    return {"effect": scaling_effect(name, fewer, groups, prices, currency=currency, assumption=assumption)}
 
 
 def _compact(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, GroupVerdict]:
@@ -336,5 +348,31 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
             f"  instance time spent waiting: {shares['waiting_instance_seconds']:g} of "
             f"{shares['instance_seconds']:g} instance-seconds ({shares['waiting_share']:.0%})"
         )
+    suggestion = verdict.get("suggestion")
+    if suggestion and "effect" in suggestion:
+        lines.append(effect_line(suggestion["group"], suggestion["effect"]))
+    for name, g in (full["groups"] if full else {}).items():
+        if "effect" in g:
+            lines.append(effect_line(name, g["effect"]))
     lines.extend(f"  note: {note}" for note in (full["notes"] if full else ()))
     return "\n".join(lines)
+
+
+def _signed(value: float, currency: str) -> str:
+    return f"{value:+.4g} {currency}"
+
+
+def effect_line(group: str, effect: SuggestionEffect) -> str:
+    """A suggestion's effect for the task log: money per hour and per run, the run's length, the model."""
+    head = f"  if {group} has {effect['suggested_count']} instead of {effect['instance_count']} instances: "
+    money = []
+    if effect["per_hour"] is not None:
+        money.append(f"{_signed(effect['per_hour'], effect['currency'])}/h")
+    if effect["per_run"] is not None:
+        money.append(f"{_signed(effect['per_run'], effect['currency'])} per run")
+    run, after = effect.get("run_seconds"), effect.get("run_seconds_after")
+    length = f"run {run:g} s -> {after:g} s" if run is not None and after is not None and run != after else ""
+    parts = [", ".join(money) or "cost unknown", length, effect["assumption"]]
+    if "reason" in effect:
+        parts.append(f"({effect['reason']})")
+    return head + "; ".join(p for p in parts if p)

@@ -3,8 +3,9 @@
 The work is :func:`airflow_hetero.logs.summarize.summarize_training_job` with the clients of
 :class:`airflow_hetero.hooks.training.HeteroTrainingHook` (same connection, region and endpoint as the
 training operator). ``return_value`` is the whole summary; each group's part is also pushed as
-``group_<name>`` for downstream tasks that need only one group, and the bottleneck verdict
-(:mod:`airflow_hetero.logs.verdict`) as ``verdict``.
+``group_<name>`` for downstream tasks that need only one group, the bottleneck verdict
+(:mod:`airflow_hetero.logs.verdict`) as ``verdict``, and what the job cost (``cost``, from
+``prices`` and the Price List Query API, :mod:`airflow_hetero.pricing`) as ``cost``.
 
 Importing this module loads nothing beyond ``airflow.sdk``, the small
 :mod:`airflow_hetero.logs.size_limit` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
@@ -21,9 +22,12 @@ from airflow_hetero._compat import BaseOperator
 from airflow_hetero.links.instance_groups import InstanceGroupsLink
 from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 from airflow_hetero.logs.verdict import Thresholds
+from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, check_currency, check_overrides
 
 #: XCom key of the verdict (also inside ``return_value`` as ``verdict``).
 VERDICT_XCOM_KEY = "verdict"
+#: XCom key of the cost (also inside ``return_value`` as ``cost``).
+COST_XCOM_KEY = "cost"
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
@@ -49,6 +53,12 @@ class HeteroLogSummaryOperator(BaseOperator):
         device counts are wrong for your hosts.
     :param series_points: points per group utilisation series in the summary (None: the default of
         :func:`airflow_hetero.logs.summarize.summarize_training_job`, 60).
+    :param prices: instance type -> price per instance-hour in ``currency``, e.g.
+        ``{"ml.p4d.24xlarge": 37.69}`` (negotiated rates); they win over the Price List Query API.
+    :param currency: of ``prices`` and of the summary's ``cost`` (the Price List is in USD: with any
+        other currency only ``prices`` price anything).
+    :param use_pricing_api: ask the Price List Query API (``pricing:GetProducts``, same connection)
+        for the types ``prices`` leaves out; False where that API is not allowed.
     """
 
     template_fields: Sequence[str] = ("job_name",)
@@ -68,6 +78,9 @@ class HeteroLogSummaryOperator(BaseOperator):
         verdict_thresholds: Mapping[str, float] | None = None,
         capacity_overrides: Mapping[str, Mapping[str, int]] | None = None,
         series_points: int | None = None,
+        prices: Mapping[str, float] | None = None,
+        currency: str = PRICE_LIST_CURRENCY,
+        use_pricing_api: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -94,6 +107,9 @@ class HeteroLogSummaryOperator(BaseOperator):
             {name: dict(value) for name, value in capacity_overrides.items()} if capacity_overrides else None
         )
         self.series_points = series_points
+        self.prices = check_overrides(prices)  # a bad price or currency fails the parse, too
+        self.currency = check_currency(currency)
+        self.use_pricing_api = use_pricing_api
 
     def execute(self, context: Context) -> BoundedSummary:
         """Read, summarise, log the table and the verdict, push ``group_<name>`` and ``verdict``;
@@ -120,6 +136,10 @@ class HeteroLogSummaryOperator(BaseOperator):
             verdict_thresholds=self.verdict_thresholds,
             capacity_overrides=self.capacity_overrides,
             series_points=self.series_points or DEFAULT_SERIES_POINTS,
+            prices=lambda types: hook.training_prices(
+                types, overrides=self.prices, currency=self.currency, use_pricing_api=self.use_pricing_api
+            ),
+            currency=self.currency,
         )
         self.log.info("Log summary of %s:\n%s", self.job_name, format_table(summary))
         verdict = cast("LogSummary", summary)["verdict"]  # a skeleton (the last resort of the size bound) has none
@@ -128,5 +148,8 @@ class HeteroLogSummaryOperator(BaseOperator):
         for name, group in summary["groups"].items():
             ti.xcom_push(key=f"group_{name}", value=group)
         ti.xcom_push(key=VERDICT_XCOM_KEY, value=verdict)
+        cost = cast("LogSummary", summary).get("cost")
+        if cost is not None:
+            ti.xcom_push(key=COST_XCOM_KEY, value=cost)
         persist_instance_groups_link(context)
         return summary

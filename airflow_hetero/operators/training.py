@@ -73,7 +73,9 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         submit another job under a fresh suffix).
     :param model_asset: an Asset (or its URI, normally the definition's ``output_path``) this task
         updates when its job completes; the event's extra holds the job name, model artifact,
-        instance groups and final metrics. Needs ``wait_for_completion``.
+        instance groups, final metrics and the run's cost (docs/lineage.md). Needs ``wait_for_completion``.
+    :param prices: instance type -> price per instance-hour in ``currency`` for that cost (they win over
+        the Price List Query API); ``use_pricing_api`` False: ask only these. As on the summary operator.
     """
 
     #: How long polls may keep failing transiently (each after its own retries) before the task
@@ -108,12 +110,17 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         fail_on_stopped: bool = True,
         on_existing_job: OnExistingJob = "reattach",
         model_asset: Asset | str | None = None,
+        prices: Mapping[str, float] | None = None,
+        currency: str = "USD",
+        use_pricing_api: bool = True,
         **kwargs: Any,
     ) -> None:
         if model_asset is not None and not wait_for_completion:
             raise ValueError("model_asset needs wait_for_completion=True (or set it on the sensor that waits)")
         super().__init__(**kwargs)
-        self.model_asset = self.declare_model_asset(model_asset)
+        self.model_asset = self.declare_model_asset(
+            model_asset, prices=prices, currency=currency, use_pricing_api=use_pricing_api
+        )
         if on_existing_job not in _ON_EXISTING:
             raise ValueError(f"on_existing_job must be one of {_ON_EXISTING}, got {on_existing_job!r}")
         if check_interval <= 0:

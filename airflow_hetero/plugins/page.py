@@ -2,8 +2,9 @@
 
 Input is the summary of :func:`airflow_hetero.logs.summarize.summarize_training_job` as stored in
 XCom. Charts are inline SVG drawn here, styles are inline, and there is no script: the page loads
-nothing from anywhere (the app serves it with a CSP that forbids it). Values are drawn per device
-(SageMaker's CPU and GPU figures divided by the instance's vCPUs or GPUs), 0-100 %.
+nothing from anywhere (the app serves it with a CSP that forbids it). Values are drawn as the summary
+states them, per device (it divided SageMaker's CPU and GPU figures by the instance's vCPUs or GPUs
+when it was built, :mod:`airflow_hetero.logs.capacity`), 0-100 %.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any, cast
 
-from airflow_hetero.logs.capacity import capacity
 from airflow_hetero.logs.series import SERIES_METRICS
-from airflow_hetero.logs.shape import GroupSummary, GroupVerdict, LogSummary, Series, Verdict
+from airflow_hetero.logs.shape import Cost, GroupSummary, LogSummary, Series, Verdict
+from airflow_hetero.logs.table import PRICE_SOURCES
+from airflow_hetero.logs.verdict import effect_line
 
 #: Series key -> (label, colour, device kind dividing it).
 LINES: dict[str, tuple[str, str, str | None]] = {
@@ -47,14 +49,15 @@ def _num(value: Any, digits: int = 0) -> str:
     return f"{float(value):.{digits}f}"
 
 
-def _devices(group: GroupSummary, judged: GroupVerdict) -> dict[str, int | None]:
-    """vCPUs and GPUs per instance: the verdict's (which honours overrides), else the built-in rule."""
-    cap = capacity(group.get("instance_type"))
-    return {"cpus": judged.get("cpus", cap.cpus), "gpus": judged.get("gpus", cap.gpus)}
+def _devices(group: GroupSummary) -> dict[str, int | None]:
+    """vCPUs and GPUs per instance the summary divided the series by (None: unknown, summed)."""
+    devices: Mapping[str, Any] = group.get("devices") or {}
+    return {"cpus": devices.get("cpus"), "gpus": devices.get("gpus")}
 
 
 def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping[str, Any]) -> str:
-    """One group's series as an inline SVG line chart, per device, with the busy and waiting lines."""
+    """One group's series (per device, as the summary states it) as an inline SVG line chart, with the
+    busy and waiting lines; ``devices`` None for a kind: its line is SageMaker's sum, labelled so."""
     count = int(series.get("points") or 0)
     step = float(series.get("step_seconds") or 60)
     lines: list[tuple[str, str, list[float | None]]] = []
@@ -63,9 +66,9 @@ def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping
         if not values:
             continue
         label, colour, kind = LINES[key]
-        divisor = devices.get(kind) if kind else 1
-        scaled = [None if v is None else float(v) / (divisor or 1) for v in values]
-        lines.append((label + ("" if divisor or not kind else " (summed)"), colour, scaled))
+        divided = devices.get(kind) if kind else 1  # the summary's figures are per device already
+        scaled = [None if v is None else float(v) for v in values]
+        lines.append((label + ("" if divided or not kind else " (summed)"), colour, scaled))
     top = max([100.0, *(v for _, _, vs in lines for v in vs if v is not None)])
     top = 100.0 if top <= 100 else float(int(top / 100 + 1) * 100)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -140,6 +143,43 @@ def _verdict_table(verdict: Verdict, groups: Mapping[str, GroupSummary]) -> str:
     return f"<table>{''.join(rows)}</table>"
 
 
+def _money(value: Any) -> str:
+    return "unknown" if value is None else f"{float(value):.4g}"
+
+
+def _cost_table(cost: Cost) -> str:
+    """The cost per group, the total and the waiting cost, then where each price came from."""
+    currency = escape(str(cost.get("currency")))
+    if "groups" not in cost:
+        return f'<p class="muted">Cost: {_money(cost.get("total"))} {currency} (details cut to fit the XCom bound)</p>'
+    rows = [
+        f"<tr><th>group</th><th>instance-seconds</th><th>{currency}/h</th><th>cost</th>"
+        "<th>waiting instance-seconds</th><th>waiting cost</th></tr>"
+    ]
+    for name, g in cost["groups"].items():
+        reason = f' title="{escape(g["reason"])}"' if "reason" in g else ""
+        rows.append(
+            f"<tr><td>{escape(name)}</td><td>{_num(g['instance_seconds'])}</td><td>{_money(g['price_per_hour'])}</td>"
+            f"<td{reason}>{_money(g['cost'])}</td><td>{_num(g['waiting_instance_seconds'])}</td>"
+            f"<td>{_money(g['waiting_cost'])}</td></tr>"
+        )
+    rows.append(
+        f"<tr><th>total</th><th></th><th></th><th>{_money(cost['total'])}</th><th></th>"
+        f"<th>{_money(cost['waiting'])}</th></tr>"
+    )
+    parts = [f"<h2>Cost <span class='muted'>{currency}</span></h2><table>{''.join(rows)}</table>"]
+    for name, price in cost["prices"].items():
+        if price.get("per_hour") is not None:
+            where = PRICE_SOURCES.get(str(price.get("source")), str(price.get("source")))
+            said = f": {price['description']}" if price.get("description") else ""
+            text = f"{name}: {price['per_hour']:g} {cost.get('currency')}/h ({where}{said})"
+            parts.append(f'<p class="muted">{escape(text)}</p>')
+    reasons = [f"{name}: {g['reason']}" for name, g in cost["groups"].items() if "reason" in g]
+    parts.extend(f'<p class="muted">Cost unknown for {escape(r)}</p>' for r in reasons)
+    parts.extend(f'<p class="muted">Note: {escape(note)}</p>' for note in cost.get("notes") or ())
+    return "".join(parts)
+
+
 def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     """The whole page for one task instance's summary (``where`` names the task instance);
     a short explanation when the task pushed no summary."""
@@ -171,9 +211,15 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
             f'<p class="muted">Instance time spent waiting: {_num(verdict.get("waiting_instance_seconds"))} of '
             f"{_num(verdict.get('instance_seconds'))} instance-seconds ({float(waiting_share):.0%}).</p>"
         )
+    suggestion = verdict.get("suggestion")
+    effects = [(suggestion["group"], suggestion["effect"])] if suggestion and "effect" in suggestion else []
+    effects += [(n, g["effect"]) for n, g in (verdict.get("groups") or {}).items() if "effect" in g]
+    body.extend(f"<p>{escape(effect_line(name, effect).strip())}</p>" for name, effect in effects)
     body.extend(f'<p class="muted">Note: {escape(str(note))}</p>' for note in verdict.get("notes") or ())
+    cost = whole.get("cost")
+    if cost:
+        body.append(_cost_table(cost))
     for name, group in groups.items():
-        judged = (verdict.get("groups") or {}).get(name) or cast("GroupVerdict", {})
         body.append(
             f"<h2>{escape(name)} <span class='muted'>{escape(str(group.get('instance_count')))} x "
             f"{escape(str(group.get('instance_type')))}, hosts {escape(', '.join(group.get('hosts') or []) or '-')}"
@@ -181,14 +227,14 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
         )
         series = group.get("series")
         if series and series.get("points"):
-            body.append(chart(series, _devices(group, judged), thresholds))
+            body.append(chart(series, _devices(group), thresholds))
         else:
             body.append('<p class="muted">No utilisation series for this group (not read, or none published).</p>')
     truncated = (whole.get("truncated") or {}).get("series")
     if truncated:
         body.append(f'<p class="muted">Series cut to fit the XCom bound: {escape(str(truncated))}</p>')
     body.append(
-        f'<p class="muted">{escape(where)}. Per device: SageMaker\'s CPU and GPU figures divided by the '
-        "instance's vCPUs or GPUs.</p></body></html>"
+        f'<p class="muted">{escape(where)}. Per device (% of all vCPUs / GPUs): the summary divided '
+        "SageMaker's CPU and GPU figures by the instance's vCPUs or GPUs.</p></body></html>"
     )
     return head + "".join(body)

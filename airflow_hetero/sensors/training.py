@@ -10,7 +10,7 @@ Failed and, unless ``fail_on_stopped=False``, Stopped fail the task.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseSensorOperator, PokeReturnValue, default_deferrable
@@ -37,7 +37,9 @@ class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
     :param model_asset: an Asset (or its URI, normally the job's ``output_path``) this task updates
         when the job completes; the event's extra holds the job name, model artifact, instance
-        groups and final metrics.
+        groups, final metrics and the run's cost (docs/lineage.md).
+    :param prices: instance type -> price per instance-hour in ``currency`` for that cost (they win over
+        the Price List Query API); ``use_pricing_api`` False: ask only these. As on the summary operator.
     """
 
     template_fields: Sequence[str] = ("job_name", "aws_conn_id", "region_name", "verify")
@@ -56,10 +58,15 @@ class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
         log_tail_lines: int = 50,
         deferrable: bool | None = None,
         model_asset: Asset | str | None = None,
+        prices: Mapping[str, float] | None = None,
+        currency: str = "USD",
+        use_pricing_api: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.model_asset = self.declare_model_asset(model_asset)
+        self.model_asset = self.declare_model_asset(
+            model_asset, prices=prices, currency=currency, use_pricing_api=use_pricing_api
+        )
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
         self.region_name = region_name

@@ -34,10 +34,17 @@ def test_demo_runs_the_example_dag_and_prints_the_group_table(tmp_path: Path) ->
     assert "==> task states: gate=success, submit=success, summarize=success, wait=success, week=success" in out
     table = out.split("==> per-group summary", 1)[1]
     assert max(len(line) for line in table.split("\n==> ", 1)[0].splitlines()) <= 100
-    logs_rows, util_rows = {}, {}  # the two stacked tables: logs per group, then utilisation
+    rows: dict[str, list[list[str]]] = {}  # the stacked tables: logs per group, utilisation, then cost (new)
     for line in table.splitlines():
-        if line.startswith(("data_group", "train_group")):
-            (util_rows if line.split()[0] in logs_rows else logs_rows)[line.split()[0]] = line.split()
+        if line.startswith(("data_group ", "train_group ", "total ")):
+            rows.setdefault(line.split()[0], []).append(line.split())
+    logs_rows = {name: found[0] for name, found in rows.items() if name != "total"}
+    util_rows = {name: found[1] for name, found in rows.items() if name != "total"}
+    cost_rows = {name: found[-1] for name, found in rows.items()}
+    for group, price in (("data_group", "0.05"), ("train_group", "0.5")):  # the endpoint's stand-in prices
+        assert cost_rows[group][2] == price and cost_rows[group][3] != "unknown", cost_rows[group]
+    assert cost_rows["total"][2] != "unknown"
+    assert "a stand-in price, not an AWS price" in " ".join(table.split("\n  "))
     assert logs_rows["data_group"][1:3] == ["ml.c5.xlarge", "2"]
     assert logs_rows["train_group"][1:3] == ["ml.g5.xlarge", "1"]
     for group in ("data_group", "train_group"):  # hosts live well under the 1 s metrics interval

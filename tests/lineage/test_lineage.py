@@ -38,7 +38,14 @@ METRICS = [{"MetricName": "train:loss", "Value": 0.0125, "Timestamp": 1_700_000_
 @pytest.fixture
 def jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
     with mocked_jobs(monkeypatch) as jobs:
-        jobs.every_job = [{"status": "Completed", "secondary": "Completed", "final_metric_data_list": METRICS}]
+        jobs.every_job = [
+            {
+                "status": "Completed",
+                "secondary": "Completed",
+                "final_metric_data_list": METRICS,
+                "BillableTimeInSeconds": 1800,
+            }
+        ]
         yield jobs
 
 
@@ -115,9 +122,12 @@ def test_no_lineage_before_the_task_saw_its_job() -> None:
     assert operator().get_openlineage_facets_on_complete(MagicMock()) is None
 
 
+PRICES = {"ml.c5.xlarge": 0.25, "ml.p3.2xlarge": 3.5}
+
+
 def test_operator_fills_the_model_asset_event_extra(jobs: MotoJobs) -> None:
     events = OutletEvents()
-    op = operator(model_asset="s3://bucket/models")
+    op = operator(model_asset="s3://bucket/models", prices=PRICES, use_pricing_api=False)
     assert [a.uri for a in op.outlets] == [Asset("s3://bucket/models").uri]  # declared at parse time
     result = op.execute(context(events))
     (asset,) = events
@@ -130,7 +140,79 @@ def test_operator_fills_the_model_asset_event_extra(jobs: MotoJobs) -> None:
             {"name": "dnn_group", "type": "ml.p3.2xlarge", "count": 1},
         ],
         "final_metrics": {"train:loss": 0.0125},
+        # half an hour billed of 2 x 0.25 + 1 x 3.5 per hour
+        "cost": {
+            "total": 2.0,
+            "currency": "USD",
+            "billable_seconds": 1800,
+            "prices": {"ml.c5.xlarge": 0.25, "ml.p3.2xlarge": 3.5},
+            "basis": "BillableTimeInSeconds x each group's instance count x its price per instance-hour",
+        },
     }
+
+
+def test_sensor_prices_the_run_in_another_currency(jobs: MotoJobs) -> None:
+    name = operator(wait_for_completion=False).execute(context())["training_job_name"]
+    events = OutletEvents()
+    sensor = HeteroTrainingSensor(
+        task_id="wait",
+        job_name=name,
+        aws_conn_id=None,
+        poke_interval=0.01,
+        timeout=5,
+        model_asset="s3://bucket/models",
+        prices={"ml.c5.xlarge": 0.2, "ml.p3.2xlarge": 3.0},
+        currency="EUR",
+    )
+    sensor.execute(context(events))
+    (extra,) = (e.extra for e in events.values())
+    assert (extra["cost"]["total"], extra["cost"]["currency"]) == (1.7, "EUR")
+    assert "reason" not in extra["cost"]
+
+
+def test_the_run_cost_is_unknown_with_its_reason_when_a_group_has_no_price(jobs: MotoJobs) -> None:
+    events = OutletEvents()
+    op = operator(model_asset="s3://bucket/models", prices={"ml.c5.xlarge": 0.25}, use_pricing_api=False)
+    op.execute(context(events))
+    (extra,) = (e.extra for e in events.values())
+    assert extra["cost"]["total"] is None
+    assert extra["cost"]["prices"] == {"ml.c5.xlarge": 0.25, "ml.p3.2xlarge": None}
+    assert extra["cost"]["reason"] == (
+        "no price for ml.p3.2xlarge: prices= has none for it and the Pricing API was not asked"
+    )
+    assert extra["model_artifacts"]  # the rest of the event is there
+
+
+def test_a_failing_price_lookup_leaves_the_cost_unknown_and_the_task_green(
+    jobs: MotoJobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_hetero.hooks.training import HeteroTrainingHook
+
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no region for the pricing client")
+
+    monkeypatch.setattr(HeteroTrainingHook, "training_prices", refuse)
+    events = OutletEvents()
+    op = operator(model_asset="s3://bucket/models")
+    op.execute(context(events))
+    (extra,) = (e.extra for e in events.values())
+    assert extra["cost"]["total"] is None
+    assert "the price lookup failed (RuntimeError: no region for the pricing client)" in extra["cost"]["reason"]
+
+
+def test_the_pricing_api_refusing_leaves_the_cost_unknown(jobs: MotoJobs) -> None:
+    # moto answers GetProducts with an error: the Pricing API's failure is the reason, the task succeeds
+    events = OutletEvents()
+    op = operator(model_asset="s3://bucket/models", prices={"ml.p3.2xlarge": 3.5})
+    op.execute(context(events))
+    (extra,) = (e.extra for e in events.values())
+    assert extra["cost"]["total"] is None
+    assert extra["cost"]["reason"].startswith("no price for ml.c5.xlarge: the Pricing API failed")
+
+
+def test_a_bad_price_fails_at_parse_time() -> None:
+    with pytest.raises(ValueError, match="must be a price per instance-hour"):
+        operator(model_asset="s3://bucket/models", prices={"ml.c5.xlarge": -1})
 
 
 def test_model_asset_elsewhere_than_the_output_path_fails_without_retry(jobs: MotoJobs) -> None:

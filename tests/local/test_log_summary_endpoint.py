@@ -218,8 +218,16 @@ def test_operator_pushes_each_group_and_returns_the_summary(
     assert pushed == {
         **{f"group_{name}": group for name, group in summary["groups"].items()},
         "verdict": summary["verdict"],
+        "cost": summary["cost"],  # new: the cost per group, priced through the same connection
         **({"_link_InstanceGroupsLink": pushed.get("_link_InstanceGroupsLink")} if AIRFLOW_V_3 else {}),
     }
+    # prices came from the endpoint's GetProducts, read as from AWS (same connection, pricing client)
+    cost = summary["cost"]
+    for name, group in summary["groups"].items():
+        price = cost["prices"][group["instance_type"]]
+        assert price["source"] in ("pricing_api", "cache") and "stand-in" in price["description"]
+        assert cost["groups"][name]["cost"] == round(group["instance_seconds"] * price["per_hour"] / 3600, 4)
+    assert cost["total"] == round(sum(g["cost"] for g in cost["groups"].values()), 4)
     assert all(len(lines) <= 2 for lines in pushed["group_data_group"]["tail"].values())
     assert pushed["group_dnn_group"]["metrics"]["train:loss"]["best"] == 0.4
     assert pushed["group_data_group"]["utilization"]["cpu"] is not None
@@ -272,3 +280,66 @@ def test_partial_summary_while_the_job_runs(endpoint: LocalEndpoint, clients: di
     finally:
         sm.stop_training_job(TrainingJobName=name)
     assert wait(sm, name)["TrainingJobStatus"] == "Stopped"
+
+
+def test_cli_summarize_prints_the_operators_table_and_verdict(
+    endpoint: LocalEndpoint,
+    clients: dict[str, Any],
+    completed_job: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    """``airflow-hetero summarize`` with plain boto3 clients: the same summary the library gives, an
+    override for one type and the endpoint's Price List stand-in for the other."""
+    from airflow_hetero.cli import main
+    from airflow_hetero.logs.verdict import format_verdict
+    from airflow_hetero.pricing.lookup import training_prices
+
+    monkeypatch.setenv("AIRFLOW_HETERO_CACHE_DIR", str(tmp_path))
+    argv = ["summarize", completed_job, "--endpoint-url", endpoint.url, "--region", "us-east-1"]
+    assert main([*argv, "--price", "ml.c5.xlarge=0.25", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    prices = printed["cost"]["prices"]
+    assert prices["ml.c5.xlarge"] == {"per_hour": 0.25, "currency": "USD", "source": "override"}
+    assert prices["ml.p3.2xlarge"]["source"] in ("pricing_api", "cache")
+    assert "stand-in" in prices["ml.p3.2xlarge"]["description"]
+    assert printed["cost"]["total"] is not None
+
+    assert main([*argv, "--price", "ml.c5.xlarge=0.25"]) == 0
+    out = capsys.readouterr().out
+    pricing = endpoint.client("pricing")
+    summary = summarize_training_job(
+        completed_job,
+        **clients,
+        prices=lambda types: training_prices(types, "us-east-1", client=pricing, overrides={"ml.c5.xlarge": 0.25}),
+    )
+    assert out == f"{format_table(summary)}\n{format_verdict(summary['verdict'])}\n"
+    assert "price of ml.c5.xlarge: 0.25 USD/h (prices=)" in out
+
+
+def test_cli_summarize_without_the_pricing_api_says_why_a_cost_is_unknown(
+    endpoint: LocalEndpoint, completed_job: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from airflow_hetero.cli import main
+
+    argv = ["summarize", completed_job, "--endpoint-url", endpoint.url, "--region", "us-east-1", "--json"]
+    assert main([*argv, "--no-pricing-api", "--price", "ml.c5.xlarge=0.25"]) == 0
+    cost = json.loads(capsys.readouterr().out)["cost"]
+    assert cost["total"] is None and cost["groups"]["data_group"]["cost"] is not None
+    assert cost["groups"]["dnn_group"]["reason"] == "prices= has none for it and the Pricing API was not asked"
+    assert main([*argv, "--price", "ml.c5.xlarge=0.25", "--currency", "EUR"]) == 0
+    cost = json.loads(capsys.readouterr().out)["cost"]
+    assert cost["currency"] == "EUR" and cost["total"] is None
+    assert cost["groups"]["dnn_group"]["reason"] == "prices= has no EUR price for it (the Price List is in USD)"
+
+
+def test_cli_summarize_an_unknown_job_exits_1_with_the_services_words(
+    endpoint: LocalEndpoint, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from airflow_hetero.cli import main
+
+    argv = ["summarize", "no-such-job", "--endpoint-url", endpoint.url, "--region", "us-east-1"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("airflow-hetero summarize: no-such-job: ") and "DescribeTrainingJob" in err

@@ -92,7 +92,7 @@ def test_five_throttles_in_a_row_are_survived(
     summary = summarize_training_job("throttled", **clients, metric_definitions=[], retry_policy=QUICK)
     assert faults.raised[action] == 5
     assert set(summary["groups"]) == {"A", "B"} and summary["groups"]["A"]["hosts"] == ["algo-1"]
-    assert summary["groups"]["A"]["utilization"]["cpu"]["avg"] == 50.0
+    assert summary["groups"]["A"]["utilization"]["cpu"]["avg"] == 12.5  # 50 summed over 4 vCPUs
 
 
 def test_a_throttling_storm_longer_than_the_budget_surfaces(aws: dict[str, Any]) -> None:

@@ -245,9 +245,11 @@ def test_utilization_per_group_over_the_training_window(aws: dict[str, Any]) -> 
     )
     summary = summarize_training_job("util", **{**aws, "sagemaker_client": sagemaker}, metric_definitions=[])
     a, b = summary["groups"]["A"]["utilization"], summary["groups"]["B"]["utilization"]
-    assert a["cpu"] == {"avg": 95.0, "max": 100.0, "hosts": 1, "datapoints": 3}
+    # per device: SageMaker's 95/100 summed over an ml.c5.xlarge's 4 vCPUs; ml.p3.2xlarge has 1 GPU
+    assert a["cpu"] == {"avg": 23.75, "max": 25.0, "hosts": 1, "datapoints": 3, "unit": "% of all vCPUs"}
     assert a["gpu"] is None
-    assert b["gpu"] == {"avg": 25.0, "max": 40.0, "hosts": 2, "datapoints": 4}
+    assert b["gpu"] == {"avg": 25.0, "max": 40.0, "hosts": 2, "datapoints": 4, "unit": "% of all GPUs"}
+    assert summary["groups"]["A"]["devices"] == {"cpus": 4, "gpus": 0}
     assert summary["groups"]["B"]["instance_seconds"] == 1200.0
     assert summary["api_calls"]["GetMetricData"] == 1
 

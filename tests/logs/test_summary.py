@@ -208,7 +208,7 @@ def test_format_table_shows_groups_metrics_and_errors() -> None:
     assert lines[1].split()[:3] == ["group", "instance", "type"]
     data_row = next(line for line in lines if line.startswith("data "))
     assert "ml.c5.18xlarge" in data_row and "algo-2,algo-3" in data_row
-    assert _table_rows(table)["dnn"][-4:] == ["-", "-", "40/80", "-"]  # the utilisation table
+    assert _table_rows(table)["dnn"][-4:] == ["-", "-", "5.0/10", "-"]  # 40/80 summed over 8 GPUs, per GPU
     assert "dnn: train:loss last=0.2 best=0.2 (min, 5 values)" in table
     assert "[algo-1] ERROR algo-1 failure number 0" in table
 
@@ -227,8 +227,9 @@ def test_format_table_utilisation_cells_and_what_a_dash_means() -> None:
     table = format_table(build_summary("job", DESCRIBE, make_logs(), datapoints=cpu_and_memory))
     rows = _table_rows(table)
     # cpu, mem, gpu, gpu mem: small percentages keep their digits instead of reading as 0
-    assert rows["data"][-4:] == ["5.5/7.2", "0.04/0.05", "-", "-"]
-    assert rows["dnn"][-4:] == ["5.5/7.2", "0.04/0.05", "-", "-"]
+    # per vCPU: 5.5/7.25 summed over 72 (ml.c5.18xlarge) and 96 (ml.p4d.24xlarge) vCPUs
+    assert rows["data"][-4:] == ["0.08/0.1", "0.04/0.05", "-", "-"]
+    assert rows["dnn"][-4:] == ["0.06/0.08", "0.04/0.05", "-", "-"]
     note = " ".join(table.split("\nutilisation:", 1)[1].split("\n  "))  # the note, wrapped
     assert "'-' = no CloudWatch datapoints for the group" in note
     assert "No GPU datapoints for any group" in note and "have no GPUs" in note
@@ -236,18 +237,64 @@ def test_format_table_utilisation_cells_and_what_a_dash_means() -> None:
     # GPU data for one group only: the legend stays, the no-GPU explanation goes.
     with_gpu = {**cpu_and_memory, "algo-1": {**cpu_and_memory["algo-1"], "GPUUtilization": [(at, 40.0, 80.0)]}}
     table = format_table(build_summary("job", DESCRIBE, make_logs(), datapoints=with_gpu))
-    assert _table_rows(table)["dnn"][-4:] == ["5.5/7.2", "0.04/0.05", "40/80", "-"]
+    assert _table_rows(table)["dnn"][-4:] == ["0.06/0.08", "0.04/0.05", "5.0/10", "-"]
     assert "utilisation: avg/max" in table and "No GPU datapoints" not in table
 
-    # Everything present: no note at all.
+    # Everything present: only the unit; GPU figures of a type without known GPUs stay summed, marked *
     full = {
         host: {metric: [(at, 12.0, 12.0)] for metric in UTILIZATION_METRICS} for host in ("algo-1", "algo-2", "algo-3")
     }
     table = format_table(build_summary("job", DESCRIBE, make_logs(), datapoints=full))
-    assert _table_rows(table)["data"][-4:] == ["12/12", "12/12", "12/12", "12/12"]
-    assert "utilisation:" not in table
+    assert _table_rows(table)["data"][-4:] == ["0.17/0.17", "12/12", "12/12*", "12/12*"]
+    assert _table_rows(table)["dnn"][-4:] == ["0.12/0.12", "12/12", "1.5/1.5", "1.5/1.5"]
+    note = " ".join(table.split("\nutilisation:", 1)[1].split("\n  "))
+    assert note.startswith(" avg/max over the training window, in % of all the group's vCPUs (cpu), GPUs (gpu)")
+    assert "* = SageMaker's sum over devices (100 per device)" in note and "'-'" not in note
 
     # Metrics not read (include_metrics=False) is said as such, not left as a row of dashes.
     table = format_table(build_summary("job", DESCRIBE, make_logs(), datapoints=None))
     assert _table_rows(table)["data"][-4:] == ["-", "-", "-", "-"]
     assert "utilisation: not read (include_metrics=False)" in table
+
+
+def test_one_unit_for_utilisation_in_the_xcom_the_table_the_series_and_the_verdict() -> None:
+    """SageMaker's CPUUtilization sums vCPUs: 2160/4320 on an ml.c5.18xlarge (72 vCPUs) is 30/60 per vCPU,
+    everywhere, converted once when the summary is built (the verdict divides nothing)."""
+    from airflow_hetero.logs.per_group import SeriesSpec, VerdictSpec
+    from airflow_hetero.logs.verdict import Thresholds, format_verdict
+
+    at = START.timestamp() + 60
+    datapoints = {h: {"CPUUtilization": [(at, 2160.0, 4320.0)]} for h in ("algo-2", "algo-3")}
+    datapoints["algo-1"] = {"GPUUtilization": [(at, 320.0, 400.0)]}  # 8 GPUs of the p4d: 40/50 per GPU
+    summary = build_summary(
+        "job",
+        DESCRIBE,
+        make_logs(),
+        datapoints=datapoints,
+        series=SeriesSpec(4, (START.timestamp(), START.timestamp() + 240)),
+        verdict=VerdictSpec(Thresholds()),
+    )
+    data, dnn = summary["groups"]["data"], summary["groups"]["dnn"]
+    assert data["devices"] == {"cpus": 72, "gpus": 0} and dnn["devices"] == {"cpus": 96, "gpus": 8}
+    assert (data["utilization"]["cpu"]["avg"], data["utilization"]["cpu"]["max"]) == (30.0, 60.0)
+    assert data["utilization"]["cpu"]["unit"] == "% of all vCPUs"
+    assert (dnn["utilization"]["gpu"]["avg"], dnn["utilization"]["gpu"]["unit"]) == (40.0, "% of all GPUs")
+    assert [v for v in data["series"]["cpu"]["avg"] if v is not None] == [30.0]
+    assert [v for v in dnn["series"]["gpu"]["avg"] if v is not None] == [40.0]
+    judged = summary["verdict"]["groups"]
+    assert (judged["data"]["busy_percent"], judged["data"]["peak_percent"]) == (30.0, 60.0)
+    assert (judged["dnn"]["busy_percent"], judged["dnn"]["peak_percent"]) == (40.0, 50.0)
+    assert _table_rows(format_table(summary))["data"][-4:-2] == ["30/60", "-"]
+    assert "data: CPUs 30% busy (peak 60%)" in format_verdict(summary["verdict"])
+
+
+def test_capacity_overrides_set_the_devices_the_summary_divides_by() -> None:
+    at = START.timestamp() + 60
+    datapoints = {h: {"CPUUtilization": [(at, 90.0, 95.0)]} for h in ("algo-1", "algo-2", "algo-3")}
+    summary = build_summary(
+        "job", DESCRIBE, make_logs(), datapoints=datapoints, capacity_overrides={"ml.c5.18xlarge": {"cpus": 1}}
+    )
+    data = summary["groups"]["data"]
+    assert data["devices"] == {"cpus": 1, "gpus": None}
+    assert (data["utilization"]["cpu"]["avg"], data["utilization"]["cpu"]["unit"]) == (90.0, "% of all vCPUs")
+    assert summary["groups"]["dnn"]["utilization"]["cpu"]["avg"] == round(90 / 96, 2)

@@ -8,10 +8,34 @@ from typing import Any
 
 import pytest
 
+from airflow_hetero.logs import verdict as verdict_module
 from airflow_hetero.logs.capacity import Capacity, capacity, gpus, vcpus
 from airflow_hetero.logs.series import MIN_SERIES_POINTS, group_series, halve, keys_of
 from airflow_hetero.logs.size_limit import enforce_size_limit, json_size
-from airflow_hetero.logs.verdict import Thresholds, format_verdict, judge
+from airflow_hetero.logs.verdict import Thresholds, format_verdict
+
+
+def per_device(groups: dict[str, Any], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Groups with SageMaker's summed figures as the summary holds them: per device, with ``devices``
+    (the conversion build_summary does, :mod:`airflow_hetero.logs.capacity`)."""
+    from airflow_hetero.logs.capacity import capacity_of, per_device_series, per_device_utilization
+
+    out = {}
+    for name, g in groups.items():
+        cap = capacity_of(g.get("instance_type"), overrides)
+        out[name] = {
+            **g,
+            "devices": {"cpus": cap.cpus, "gpus": cap.gpus},
+            "utilization": per_device_utilization(g.get("utilization"), cap),
+            "series": per_device_series(g.get("series"), cap),
+        }
+    return out
+
+
+def judge(summary: dict[str, Any], thresholds: Any = None, *, capacity_overrides: Any = None) -> Any:
+    """The verdict of a summary built from SageMaker's figures (its groups converted as above)."""
+    groups = per_device(summary.get("groups") or {}, capacity_overrides)
+    return verdict_module.judge({**summary, "groups": groups}, thresholds)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,7 @@ def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsy
         "group_data_group": summary["groups"]["data_group"],
         "group_dnn_group": summary["groups"]["dnn_group"],
         "verdict": summary["verdict"],
+        "cost": summary["cost"],  # new with the cost per group (moto has no Pricing API: costs unknown)
         # Airflow 3 reads the link's URL from an XCom; Airflow 2 calls get_link instead
         **(
             {"_link_InstanceGroupsLink": "/hetero/instance-groups?dag_id=d&run_id=r&task_id=summary&map_index=-1"}
@@ -92,6 +93,7 @@ def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsy
         "max": 12.0,
         "hosts": 1,
         "datapoints": 1,
+        "unit": "% of all GPUs",  # ml.p3.2xlarge: 1 GPU, so the figure is SageMaker's
     }
     logged = capsys.readouterr().out  # the task log (structlog writes to stdout here)
     assert "Log summary of summ" in logged
@@ -140,3 +142,27 @@ def test_unknown_job_and_empty_name_fail(job: str) -> None:
         run(job_name="no-such-job")
     with pytest.raises(ValueError, match="rendered empty"):
         run(job_name="")
+
+
+def test_prices_and_currency_override_and_are_checked_at_parse_time(job: str) -> None:
+    summary, _ = run(
+        job_name=job, prices={"ml.c5.xlarge": 0.2, "ml.p3.2xlarge": 3.0}, currency="EUR", use_pricing_api=False
+    )
+    cost = summary["cost"]
+    assert cost["currency"] == "EUR" and cost["prices"]["ml.p3.2xlarge"] == {
+        "per_hour": 3.0,
+        "currency": "EUR",
+        "source": "override",
+    }
+    seconds = summary["groups"]["dnn_group"]["instance_seconds"]
+    assert cost["groups"]["dnn_group"]["cost"] == pytest.approx(seconds * 3.0 / 3600, abs=1e-4)
+    effect = summary["verdict"]["groups"]["dnn_group"]["effect"]  # over-provisioned: 2 -> 1
+    assert effect["per_hour"] == -3.0 and effect["currency"] == "EUR"
+    only_one, _ = run(job_name=job, prices={"ml.c5.xlarge": 0.2}, currency="EUR", use_pricing_api=False)
+    assert only_one["cost"]["total"] is None
+    assert only_one["cost"]["groups"]["dnn_group"]["reason"] == (
+        "prices= has no EUR price for it (the Price List is in USD)"
+    )
+    for bad in ({"prices": {"p3": 1.0}}, {"prices": {"ml.p3.2xlarge": -1}}, {"currency": "euro"}):
+        with pytest.raises(ValueError):
+            HeteroLogSummaryOperator(task_id="s", job_name="j", **bad)

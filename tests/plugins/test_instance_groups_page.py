@@ -19,7 +19,7 @@ def summary(**verdict: Any) -> dict[str, Any]:
         "start_epoch": 0.0,
         "step_seconds": 60,
         "points": 4,
-        "cpu": {"avg": [6912, None, 6800, 7000], "max": [7000, None, 6900, 7100]},
+        "cpu": {"avg": [96, None, 94.44, 97.22], "max": [97.22, None, 95.83, 98.61]},  # per vCPU
         "memory": {"avg": [40, 41, 42, 43], "max": [40, 41, 42, 43]},
     }
     return {
@@ -29,6 +29,7 @@ def summary(**verdict: Any) -> dict[str, Any]:
             "data_group": {
                 "instance_type": "ml.c5.18xlarge",
                 "instance_count": 2,
+                "devices": {"cpus": 72, "gpus": 0},
                 "hosts": ["algo-1"],
                 "series": series,
             },
@@ -58,13 +59,15 @@ def test_page_escapes_everything_and_loads_nothing() -> None:
     assert "default-src 'none'" in CSP
 
 
-def test_chart_scales_per_device_and_breaks_lines_at_gaps() -> None:
+def test_chart_draws_the_summarys_per_device_figures_and_breaks_lines_at_gaps() -> None:
     series = summary()["groups"]["data_group"]["series"]
     svg = chart(series, {"cpus": 72, "gpus": 0}, {"busy_percent": 85, "waiting_percent": 50})
-    assert ">100%<" in svg  # 6912 / 72 = 96 %: the axis stays at 100
+    assert ">100%<" in svg  # 96 % per vCPU, as the summary holds it (not divided again): the axis stays at 100
+    assert "CPU (summed)" not in svg
     assert svg.count("<circle") == 1 and svg.count("<polyline") == 2  # cpu: dot, gap, line; memory: one line
     assert svg.count('stroke-dasharray="4 3"') == 2  # busy and waiting thresholds
-    unknown = chart(series, {"cpus": None, "gpus": None}, {})
+    summed = {**series, "cpu": {"avg": [6912, None, 6800, 7000], "max": [7000, None, 6900, 7100]}}
+    unknown = chart(summed, {"cpus": None, "gpus": None}, {})  # the summary could not divide: SageMaker's sums
     assert ">7100%<" in unknown  # summed figures (7,100 at the peak): the axis grows to the next hundred
     assert "CPU (summed)" in unknown
 
@@ -222,3 +225,42 @@ def test_the_summary_operator_still_imports_light() -> None:
     for heavy in ("logs.streams", "logs.per_group", "logs.series", "plugins.page", *web, "hooks"):
         assert heavy not in loaded, loaded
     assert "airflow_hetero.logs.verdict" in loaded and "airflow_hetero.links.instance_groups" in loaded
+
+
+def test_page_shows_the_cost_and_the_suggestions_effect() -> None:
+    from airflow_hetero.logs.cost import job_cost
+    from airflow_hetero.pricing.price_list import Price
+
+    page = summary(
+        suggestion={
+            "group": "data_group",
+            "instance_count": 4,
+            "effect": {
+                "instance_count": 2,
+                "suggested_count": 4,
+                "currency": "USD",
+                "per_hour": 7.344,
+                "per_run": -3.08,
+                "run_seconds": 600.0,
+                "run_seconds_after": 304.0,
+                "assumption": "if <x> reaches 75%",
+            },
+        }
+    )
+    groups = {
+        "data_group": {"instance_type": "ml.c5.18xlarge", "instance_count": 2, "instance_seconds": 1200.0},
+        "<b>odd</b>": {"instance_type": "ml.p3.2xlarge", "instance_count": 1, "instance_seconds": 600.0},
+    }
+    prices = {
+        "ml.c5.18xlarge": Price("ml.c5.18xlarge", 3.672, "USD", "pricing_api", "stand-in <1>"),
+        "ml.p3.2xlarge": Price("ml.p3.2xlarge", None, "USD", reason="refused <2>"),
+    }
+    page["cost"] = job_cost(groups, None, prices, currency="USD", describe={}, partial=False)  # type: ignore[arg-type]
+    html = render_page(page, where="w")
+    assert "<h2>Cost <span class='muted'>USD</span></h2>" in html
+    assert "<td>data_group</td><td>1200</td><td>3.672</td><td>1.224</td>" in html
+    assert "<th>total</th><th></th><th></th><th>unknown</th>" in html
+    assert "ml.c5.18xlarge: 3.672 USD/h (Price List API: stand-in &lt;1&gt;)" in html
+    assert "Cost unknown for &lt;b&gt;odd&lt;/b&gt;: refused &lt;2&gt;" in html
+    assert "if data_group has 4 instead of 2 instances: +7.344 USD/h, -3.08 USD per run; run 600 s -&gt; 304 s" in html
+    assert "<x>" not in html

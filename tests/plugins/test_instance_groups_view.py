@@ -38,6 +38,8 @@ MESSAGE = (
     "train_group GPUs 38% busy while data_group CPUs are at 96%: data_group is the bottleneck; "
     "try 4 data_group instances"
 )
+#: Test prices per instance-hour (given as overrides, labelled "prices=" on the page; not AWS's).
+PRICES = {"ml.c5.18xlarge": 3.672, "ml.p4d.24xlarge": 37.688}
 DAG_FILE = textwrap.dedent(
     f'''
     """The summary task whose XCom the view reads."""
@@ -47,7 +49,14 @@ DAG_FILE = textwrap.dedent(
     from airflow_hetero.operators import HeteroLogSummaryOperator
 
     with DAG("{DAG_ID}", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC")) as dag:
-        HeteroLogSummaryOperator(task_id="{TASK_ID}", job_name="{JOB}", aws_conn_id=None, region_name="us-east-1")
+        HeteroLogSummaryOperator(
+            task_id="{TASK_ID}",
+            job_name="{JOB}",
+            aws_conn_id=None,
+            region_name="us-east-1",
+            prices={PRICES!r},  # moto has no Price List: the view's costs come from these
+            use_pricing_api=False,
+        )
     '''
 )
 
@@ -258,7 +267,7 @@ def test_screenshot_of_the_view_in_the_airflow_ui(run: Run, tmp_path: Path) -> N
             f"http://127.0.0.1:{port}/dags/{DAG_ID}/runs/{quote(run.run_id, safe='')}/tasks/{TASK_ID}"
             "/plugin/hetero-instance-groups"
         )
-        flags = [f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1100", "--virtual-time-budget=30000"]
+        flags = [f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1500", "--virtual-time-budget=30000"]
         subprocess.run(
             [chromium, *CHROMIUM_FLAGS, *flags, f"--screenshot={shot}", url],
             check=True,
@@ -271,7 +280,7 @@ def test_screenshot_of_the_view_in_the_airflow_ui(run: Run, tmp_path: Path) -> N
         log.close()
     assert server.returncode is not None
     width, height, rows = read_png(shot)
-    assert (width, height) == (1400, 1100)
+    assert (width, height) == (1400, 1500)  # tall enough for the verdict, the cost and both charts
     # the charts (drawn by the plugin, inside Airflow's page): CPU blue, GPU red, memory green, GPU memory
     # orange; each line is some 500+ pixels of its exact colour (the verdict's red border is another red)
     for colour in ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"):

@@ -98,6 +98,10 @@ class DescribeOverride:
         self.fields = fields
         self.calls = 0
 
+    def __getattr__(self, name: str) -> Any:
+        """Everything else (``meta``, other calls) is the real client's."""
+        return getattr(self.client, name)
+
     def describe_training_job(self, **kwargs: Any) -> dict[str, Any]:
         self.calls += 1
         answer = dict(self.client.describe_training_job(**kwargs))

@@ -6,6 +6,9 @@ into ``ClientError`` with that code. Everything else (S3, CloudWatch Logs, Cloud
 other SageMaker actions) goes to moto's ``DomainDispatcherApplication``, the same app moto's own
 server runs, which routes by the request's signing scope.
 
+The Price List Query API (``X-Amz-Target: AWSPriceListService.<Action>``: GetProducts,
+DescribeServices) is answered here too, with stand-in prices (:mod:`.pricing`).
+
 SageMaker actions this endpoint does not emulate are answered by moto where moto has them (models,
 endpoints, ...); when moto fails or lacks one, or when it concerns training jobs (UpdateTrainingJob,
 ...), the answer is a 400 ``ValidationException`` naming the action, never a 5xx that clients
@@ -30,7 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from xml.sax.saxutils import escape
 
-from airflow_hetero.local.api import tagging
+from airflow_hetero.local.api import pricing, tagging
 from airflow_hetero.local.api.errors import ServiceError, validation
 from airflow_hetero.local.api.service import TrainingService
 from airflow_hetero.local.training.clients import DEFAULT_REGION
@@ -51,6 +54,8 @@ MAX_REQUEST_BYTES = 64 * 1024 * 1024
 #: How much of a refused body is read and dropped so the client sees the 413 (the rest is cut off).
 DRAIN_BYTES = 1024 * 1024 * 1024
 _TAG_ACTIONS = ("AddTags", "ListTags", "DeleteTags")
+#: ``X-Amz-Target`` prefix of the Price List Query API (botocore's ``pricing`` targetPrefix).
+PRICE_LIST_PREFIX = "AWSPriceListService"
 
 
 def moto_app() -> WSGIApp:
@@ -86,6 +91,8 @@ class EndpointApp:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         prefix, _, action = environ.get("HTTP_X_AMZ_TARGET", "").partition(".")
+        if prefix == PRICE_LIST_PREFIX:
+            return self._pricing(action, environ, start_response)
         if prefix != "SageMaker":
             return self.fallback(environ, start_response)
         try:
@@ -99,6 +106,19 @@ class EndpointApp:
         except Exception as exc:
             log.exception("SageMaker.%s failed", action)
             status, payload = 500, {"__type": "InternalFailure", "message": f"Local endpoint error: {exc!r}"}
+        return _json_answer(start_response, status, payload)
+
+    def _pricing(self, action: str, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """The Price List Query API's ``action`` (:mod:`.pricing`: local stand-in prices)."""
+        try:
+            handler = pricing.ACTIONS.get(action)
+            if handler is None:
+                raise ServiceError(
+                    "InvalidParameterException", f"{PRICE_LIST_PREFIX}.{action} is not emulated by the local endpoint"
+                )
+            status, payload = 200, handler(self._body(environ))
+        except ServiceError as err:
+            status, payload = err.status, {"__type": err.code, "message": err.message}
         return _json_answer(start_response, status, payload)
 
     def _handler(self, action: str, body: dict[str, Any]) -> Callable[[dict[str, Any], str], dict[str, Any]] | None:

@@ -18,10 +18,10 @@ from airflow_hetero.local.api.errors import ServiceError, validation
 
 
 @functools.cache
-def service_model() -> Any:
+def service_model(service: str = "sagemaker") -> Any:
     import botocore.session
 
-    return botocore.session.get_session().get_service_model("sagemaker")
+    return botocore.session.get_session().get_service_model(service)
 
 
 @functools.cache
@@ -136,25 +136,26 @@ def _walk(shape: Any, value: Any, loc: str, problems: list[str]) -> None:
         check(shape, value, loc, problems)
 
 
-def constraint_problems(operation: str, params: dict[str, Any]) -> list[str]:
-    """All constraint violations of ``params`` for ``operation``, in the service's wording."""
+def constraint_problems(operation: str, params: dict[str, Any], service: str = "sagemaker") -> list[str]:
+    """All constraint violations of ``params`` for ``operation`` of ``service``, in the service's wording."""
     problems: list[str] = []
-    _walk(service_model().operation_model(operation).input_shape, params, "", problems)
+    _walk(service_model(service).operation_model(operation).input_shape, params, "", problems)
     return problems
 
 
-def check_constraints(operation: str, params: dict[str, Any]) -> None:
+def check_constraints(operation: str, params: dict[str, Any], service: str = "sagemaker") -> None:
     """Raise the service's ``ValidationException`` when ``params`` break the model's constraints."""
-    problems = constraint_problems(operation, params)
+    problems = constraint_problems(operation, params, service)
     if problems:
         raise constraint_error(problems)
 
 
-def constraint_error(problems: list[str]) -> ServiceError:
-    """One ValidationException listing every problem, as SageMaker words it."""
+def constraint_error(problems: list[str], code: str = "ValidationException") -> ServiceError:
+    """One refusal (``code``, SageMaker's ValidationException by default) listing every problem, as AWS words it."""
     count = len(problems)
     noun = "error" if count == 1 else "errors"
-    return validation(f"{count} validation {noun} detected: " + "; ".join(problems))
+    message = f"{count} validation {noun} detected: " + "; ".join(problems)
+    return validation(message) if code == "ValidationException" else ServiceError(code, message)
 
 
 def training_instance_types() -> frozenset[str]:

@@ -1,0 +1,226 @@
+"""What each instance group cost, what its waiting cost, and what the verdict's suggestions would change (pure).
+
+Formulas (documented in docs/instance-groups.md):
+
+* a group's cost = ``instance_seconds`` x price per instance-hour / 3600; its waiting cost =
+  the verdict's ``waiting_instance_seconds`` x price / 3600; the job's total and waiting cost are
+  the sums (None when a group's price is unknown, with the reason in ``notes``);
+* managed spot training: the on-demand price x instance count x TrainingTimeInSeconds x
+  (BillableTimeInSeconds / TrainingTimeInSeconds), the job's own ratio; an estimate;
+* scaling the bottleneck group from n to m: per hour ``(m - n) x price``; the run's length under the
+  verdict's model is ``T x u / min(target, u x m / n)`` (u: the waiting group's busy percent): the
+  waiting group's utilisation grows with the bottleneck's count until it reaches the target; per run
+  the new hourly cost of every group over the new length minus the old cost;
+* an over-provisioned group from n to k: ``-(n - k) x price`` per hour, the run's length unchanged;
+* the run's cost in the model asset's extra (:func:`billed_cost`): the job's BillableTimeInSeconds x
+  every group's count x price / 3600 (docs/lineage.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from airflow_hetero.pricing.price_list import Price
+
+if TYPE_CHECKING:  # the summary's shape loads when a task runs, not when a DAG file is parsed
+    from airflow_hetero.logs.shape import (
+        BilledCost,
+        Cost,
+        GroupCost,
+        GroupSummary,
+        GroupVerdict,
+        PriceEntry,
+        SpotRatio,
+        SuggestionEffect,
+        Verdict,
+    )
+
+_NAMES = {"gpu": "GPU", "cpu": "CPU"}
+
+
+def _money(value: float) -> float:
+    return round(value, 4)
+
+
+def spot_ratio(describe: Mapping[str, Any]) -> SpotRatio | None:
+    """The job's BillableTimeInSeconds / TrainingTimeInSeconds when it used managed spot training."""
+    if not describe.get("EnableManagedSpotTraining"):
+        return None
+    billable, training = describe.get("BillableTimeInSeconds"), describe.get("TrainingTimeInSeconds")
+    ratio = round(billable / training, 4) if billable is not None and training else None
+    return {"billable_seconds": billable, "training_seconds": training, "ratio": ratio}
+
+
+def _group_cost(group: GroupSummary, judged: GroupVerdict | None, price: Price | None) -> GroupCost:
+    seconds = group.get("instance_seconds")
+    waiting = judged.get("waiting_instance_seconds") if judged else None
+    out: GroupCost = {
+        "instance_type": group.get("instance_type"),
+        "instance_count": group.get("instance_count", 0),
+        "instance_seconds": seconds,
+        "price_per_hour": price.per_hour if price else None,
+        "cost": None,
+        "waiting_instance_seconds": waiting,
+        "waiting_cost": None,
+    }
+    if price is None or price.per_hour is None:
+        out["reason"] = price.reason if price and price.reason else "the instance type is not known"
+    elif seconds is None:
+        out["reason"] = "no instance-seconds: the job has not started training"
+    else:
+        out["cost"] = _money(float(seconds) * price.per_hour / 3600)
+        if waiting is not None:
+            out["waiting_cost"] = _money(float(waiting) * price.per_hour / 3600)
+    return out
+
+
+def job_cost(
+    groups: Mapping[str, GroupSummary],
+    verdict: Verdict | None,
+    prices: Mapping[str, Price],
+    *,
+    currency: str,
+    describe: Mapping[str, Any],
+    partial: bool,
+) -> Cost:
+    """The summary's ``cost``: per group, the total and the waiting cost, and the prices used."""
+    judged: Mapping[str, GroupVerdict] = verdict["groups"] if verdict else {}
+    per_group = {
+        name: _group_cost(g, judged.get(name), prices.get(g.get("instance_type") or "")) for name, g in groups.items()
+    }
+    unknown = [name for name, c in per_group.items() if "reason" in c]
+    notes = [f"total unknown: no cost for {', '.join(unknown)} (see its reason)"] if unknown else []
+    costs = [c["cost"] for c in per_group.values()]
+    known = bool(costs) and all(c is not None for c in costs)
+    waits = [c["waiting_cost"] for c in per_group.values()]
+    waited = known and all(w is not None for w in waits)
+    spot = spot_ratio(describe)
+    if spot is not None:
+        notes.append(
+            "managed spot training: on-demand price x billable time, which AWS reduces by the spot saving "
+            + (f"(billable/training = {spot['ratio']:g}): " if spot["ratio"] is not None else "(not known yet): ")
+            + "an estimate"
+        )
+    if partial:
+        notes.append("the job is still running: the cost so far")
+    entries: dict[str, PriceEntry] = {name: price.as_dict() for name, price in sorted(prices.items())}  # type: ignore[misc]
+    return {
+        "currency": currency,
+        "total": _money(sum(c for c in costs if c is not None)) if known else None,
+        "waiting": _money(sum(w for w in waits if w is not None)) if waited else None,
+        "groups": per_group,
+        "prices": entries,
+        "estimate": spot is not None or partial,
+        "spot": spot,
+        "notes": notes,
+    }
+
+
+def _hourly(groups: Mapping[str, GroupSummary], prices: Mapping[str, Price]) -> float | None:
+    """The cluster's cost per hour: every group's count x price (None when one is unknown)."""
+    return _cluster_hourly([(g.get("instance_type"), g.get("instance_count", 0)) for g in groups.values()], prices)
+
+
+def _cluster_hourly(groups: Iterable[tuple[str | None, int]], prices: Mapping[str, Price]) -> float | None:
+    total = 0.0
+    for instance_type, count in groups:
+        price = prices.get(instance_type or "")
+        if price is None or price.per_hour is None:
+            return None
+        total += count * price.per_hour
+    return total
+
+
+def billed_cost(
+    instance_groups: Iterable[Mapping[str, Any]],
+    billable_seconds: float | None,
+    prices: Mapping[str, Price],
+    *,
+    currency: str,
+) -> BilledCost:
+    """What the run cost by the job's own BillableTimeInSeconds: ``billable_seconds`` x every group's
+    count x price per instance-hour / 3600 (``instance_groups``: ``[{"name", "type", "count"}]``, the
+    operator's result dict). For a managed spot job the billable time already has the spot saving in it.
+    ``total`` None with ``reason`` when the time or a group's price is unknown."""
+    groups = [(g.get("type"), int(g.get("count") or 0)) for g in instance_groups]
+    out: BilledCost = {
+        "total": None,
+        "currency": currency,
+        "billable_seconds": billable_seconds,
+        "prices": {t: prices[t].per_hour if t in prices else None for t, _ in groups if t},
+        "basis": "BillableTimeInSeconds x each group's instance count x its price per instance-hour",
+    }
+    missing = [t or "an unnamed type" for t, _ in groups if not t or t not in prices or prices[t].per_hour is None]
+    if missing:
+        reasons = {p.reason for t in missing if (p := prices.get(t)) is not None and p.reason}
+        out["reason"] = f"no price for {', '.join(missing)}" + (f": {'; '.join(sorted(reasons))}" if reasons else "")
+    elif billable_seconds is None:
+        out["reason"] = "the job reported no BillableTimeInSeconds"
+    elif not groups:
+        out["reason"] = "the job reported no instance groups"
+    else:
+        hourly = _cluster_hourly(groups, prices)
+        out["total"] = _money(float(billable_seconds) * (hourly or 0.0) / 3600)
+    return out
+
+
+def _run_seconds(group: GroupSummary) -> float | None:
+    seconds, count = group.get("instance_seconds"), group.get("instance_count") or 0
+    return float(seconds) / count if seconds is not None and count else None
+
+
+def scaling_effect(
+    name: str,
+    suggested: int,
+    groups: Mapping[str, GroupSummary],
+    prices: Mapping[str, Price],
+    *,
+    currency: str,
+    speedup: float = 1.0,
+    assumption: str,
+) -> SuggestionEffect:
+    """The money and time of running ``name`` with ``suggested`` instances, the run ``speedup`` x faster."""
+    group = groups[name]
+    count = int(group.get("instance_count") or 0)
+    price = prices.get(group.get("instance_type") or "")
+    effect: SuggestionEffect = {
+        "instance_count": count,
+        "suggested_count": suggested,
+        "currency": currency,
+        "per_hour": None,
+        "per_run": None,
+        "assumption": assumption,
+    }
+    run = _run_seconds(group)
+    if run is not None:
+        effect["run_seconds"] = round(run, 1)
+        effect["run_seconds_after"] = round(run / speedup, 1)
+    if price is None or price.per_hour is None:
+        effect["reason"] = f"no price for {group.get('instance_type')}: " + (
+            price.reason if price and price.reason else "unknown instance type"
+        )
+        return effect
+    effect["per_hour"] = _money((suggested - count) * price.per_hour)
+    hourly = _hourly(groups, prices)
+    if hourly is None or run is None:
+        effect["reason"] = "the run's cost needs every group's price and the run's length"
+        return effect
+    after = hourly + (suggested - count) * price.per_hour
+    effect["per_run"] = _money(after * run / speedup / 3600 - hourly * run / 3600)
+    return effect
+
+
+def bottleneck_speedup(count: int, suggested: int, waiting_busy: float, target: float) -> float:
+    """How much faster the run gets when the bottleneck goes from ``count`` to ``suggested`` instances:
+    the waiting group's utilisation grows in proportion, up to ``target`` (never slower)."""
+    if count < 1 or waiting_busy <= 0:
+        return 1.0
+    return max(1.0, min(target, waiting_busy * suggested / count) / waiting_busy)
+
+
+def bottleneck_assumption(waiting: str, resource: str, busy: float, target: float, speedup: float) -> str:
+    return (
+        f"if {waiting}'s {_NAMES.get(resource, resource)}s go from {busy:.0f}% to {min(target, busy * speedup):.0f}% "
+        f"busy and the job's work stays the same: the run {1 - 1 / speedup:.0%} shorter"
+    )
