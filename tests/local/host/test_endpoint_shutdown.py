@@ -39,9 +39,10 @@ GRACE = 1.0
 #: Every host process is gone this long after the stop begins: the grace, then the kill (the shim's own
 #: bound: its endpoint may be gone).
 HOSTS_BOUND = GRACE + KILL_WAIT
-#: What a machine loaded beyond the burners (other jobs of a shared runner) may add: this test's own
-#: polling waits for the CPU too.
-SCHEDULING = 1.0
+#: What 2 cores kept busy by the burners add to the kill (the shims and the endpoint wait for the
+#: CPU, and so does this test's polling): up to 2.0 s seen in the full suite on a CI-shaped machine;
+#: the allowance is twice that. A host left behind or a hang (what the old code did) still fails.
+SCHEDULING = 4.0
 #: ``stop()`` returns within this: the jobs get GRACE + SHUTDOWN_MARGIN, the server thread the rest.
 BOUND = GRACE + SHUTDOWN_MARGIN + SERVER_STOP_TIMEOUT
 #: The interpreter's own teardown after that (not bounded by the endpoint; seconds on a busy machine).
