@@ -10,6 +10,7 @@ every 5 s, longer than these hosts live: utilisation must still be reported (the
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 from unittest.mock import MagicMock
@@ -299,7 +300,7 @@ def test_cli_summarize_prints_the_operators_table_and_verdict(
     monkeypatch.setenv("AIRFLOW_HETERO_CACHE_DIR", str(tmp_path))
     argv = ["summarize", completed_job, "--endpoint-url", endpoint.url, "--region", "us-east-1"]
     assert main([*argv, "--price", "ml.c5.xlarge=0.25", "--json"]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    printed = json_output(capsys.readouterr().out)
     prices = printed["cost"]["prices"]
     assert prices["ml.c5.xlarge"] == {"per_hour": 0.25, "currency": "USD", "source": "override"}
     assert prices["ml.p3.2xlarge"]["source"] in ("pricing_api", "cache")
@@ -307,7 +308,7 @@ def test_cli_summarize_prints_the_operators_table_and_verdict(
     assert printed["cost"]["total"] is not None
 
     assert main([*argv, "--price", "ml.c5.xlarge=0.25"]) == 0
-    out = capsys.readouterr().out
+    out = without_airflow_log_lines(capsys.readouterr().out)
     pricing = endpoint.client("pricing")
     summary = summarize_training_job(
         completed_job,
@@ -325,11 +326,11 @@ def test_cli_summarize_without_the_pricing_api_says_why_a_cost_is_unknown(
 
     argv = ["summarize", completed_job, "--endpoint-url", endpoint.url, "--region", "us-east-1", "--json"]
     assert main([*argv, "--no-pricing-api", "--price", "ml.c5.xlarge=0.25"]) == 0
-    cost = json.loads(capsys.readouterr().out)["cost"]
+    cost = json_output(capsys.readouterr().out)["cost"]
     assert cost["total"] is None and cost["groups"]["data_group"]["cost"] is not None
     assert cost["groups"]["dnn_group"]["reason"] == "prices= has none for it and the Pricing API was not asked"
     assert main([*argv, "--price", "ml.c5.xlarge=0.25", "--currency", "EUR"]) == 0
-    cost = json.loads(capsys.readouterr().out)["cost"]
+    cost = json_output(capsys.readouterr().out)["cost"]
     assert cost["currency"] == "EUR" and cost["total"] is None
     assert cost["groups"]["dnn_group"]["reason"] == "prices= has no EUR price for it (the Price List is in USD)"
 
@@ -343,3 +344,17 @@ def test_cli_summarize_an_unknown_job_exits_1_with_the_services_words(
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith("airflow-hetero summarize: no-such-job: ") and "DescribeTrainingJob" in err
+
+
+def json_output(out: str) -> Any:
+    """The JSON document the CLI printed: Airflow 2.11 may print its own lines to stdout first."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("{"))
+    return json.loads("\n".join(lines[start:]))
+
+
+def without_airflow_log_lines(out: str) -> str:
+    """The CLI's own output: Airflow 2.11's logging setup also writes botocore's INFO lines to stdout."""
+    return "".join(
+        line for line in out.splitlines(keepends=True) if not re.match(r"\[\d{4}-\d\d-\d\dT[^]]*\] \{", line)
+    )
