@@ -55,6 +55,27 @@ def _devices(group: GroupSummary) -> dict[str, int | None]:
     return {"cpus": devices.get("cpus"), "gpus": devices.get("gpus")}
 
 
+#: Tick steps tried, smallest first, in the axis' unit (1-2-5 and the halves of an hour).
+_STEPS = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600)
+#: An axis has at most this many intervals between ticks.
+_MAX_TICK_INTERVALS = 5
+
+
+def time_ticks(seconds: float) -> list[tuple[float, str]]:
+    """Ticks of a time axis of ``seconds``: (fraction of the axis, label) at round multiples of the
+    smallest step giving at most five intervals, in seconds under 2 min, hours from 2 h, else minutes."""
+    if seconds <= 0:
+        return [(0.0, "0 s")]
+    unit, per = ("s", 1.0) if seconds < 120 else ("min", 60.0) if seconds < 7200 else ("h", 3600.0)
+    length = seconds / per
+    steps = [0.5 * s for s in _STEPS] if unit == "h" else list(_STEPS)
+    step = next((s for s in steps if length / s <= _MAX_TICK_INTERVALS), steps[-1])
+    ticks = []
+    for i in range(int(length / step + 1e-9) + 1):
+        ticks.append((i * step / length, f"{i * step:g} {unit}"))
+    return ticks
+
+
 def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping[str, Any]) -> str:
     """One group's series (per device, as the summary states it) as an inline SVG line chart, with the
     busy and waiting lines; ``devices`` None for a kind: its line is SageMaker's sum, labelled so."""
@@ -95,10 +116,10 @@ def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping
                 f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{colour}" '
                 'stroke-dasharray="4 3" stroke-width="1"/>'
             )
-    minutes = count * step / 60
-    for frac, anchor in ((0, "start"), (0.5, "middle"), (1, "end")):
+    for frac, label in time_ticks(count * step):
         tx = LEFT + plot_w * frac
-        label = f"{minutes * frac:.0f} min"
+        anchor = "start" if frac == 0 else "end" if frac > 0.95 else "middle"
+        parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{TOP + plot_h}" y2="{TOP + plot_h + 4}" stroke="#a0aec0"/>')
         parts.append(f'<text x="{tx:.1f}" y="{HEIGHT - 12}" font-size="10" text-anchor="{anchor}">{label}</text>')
     for _label, colour, values in lines:
         runs: list[list[str]] = [[]]
@@ -115,8 +136,9 @@ def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping
                 parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(run)}"/>')
     parts.append("</svg>")
     legend = "".join(f'<span><i style="background:{colour}"></i>{escape(label)}</span>' for label, colour, _ in lines)
-    return "".join(parts) + f'<div class="legend">{legend}<span class="muted">dashed: busy / waiting thresholds'
-    "</span></div>"
+    return (
+        "".join(parts) + f'<div class="legend">{legend}<span class="muted">dashed: busy / waiting thresholds</span></div>'
+    )
 
 
 def _verdict_table(verdict: Verdict, groups: Mapping[str, GroupSummary]) -> str:

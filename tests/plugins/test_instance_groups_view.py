@@ -21,6 +21,7 @@ from urllib.parse import quote
 import boto3
 import pytest
 from moto import mock_aws
+from support.page_layout import CHROMIUM_FLAGS, find_chromium
 from support.png import read_png
 from support.verdict_jobs import data_bound_with_jitter, put_job
 
@@ -193,28 +194,6 @@ def test_other_task_instances_and_bad_queries(client: Any, run: Run) -> None:
 
 
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "instance-groups.png"
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--hide-scrollbars",
-)
-
-
-def find_chromium() -> str:
-    """The system Chromium; outside CI its absence skips, in CI (.ci/run installs it) it fails."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("chromium is not installed, yet CI must run the screenshot test (.ci/run installs it)")
-    pytest.skip("chromium is not installed (apt-get install -y chromium); CI installs it and runs this test")
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
