@@ -4,6 +4,7 @@ over-provisioned state saying its number counts instances."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,7 @@ def test_time_axis_ticks_are_round_numbers(seconds: int, expected: list[str]) ->
     ticks = time_ticks(seconds)
     assert [label for _, label in ticks] == expected
     assert ticks[0][0] == 0 and all(0 <= frac <= 1 for frac, _ in ticks)
-    assert all(b > a for (a, _), (b, _) in zip(ticks, ticks[1:], strict=False))
+    assert all(b > a for (a, _), (b, _) in itertools.pairwise(ticks))
 
 
 def test_a_three_minute_axis_reads_whole_minutes() -> None:
