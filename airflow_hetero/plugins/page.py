@@ -122,8 +122,8 @@ def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping
     for frac, label in time_ticks(count * step):
         tx = LEFT + plot_w * frac
         anchor = "start" if frac == 0 else "end" if frac > 0.95 else "middle"
-        tick = f'x1="{tx:.1f}" x2="{tx:.1f}" y1="{TOP + plot_h}" y2="{TOP + plot_h + 4}"'
-        parts.append(f'<line {tick} stroke="#a0aec0"/>')
+        mark = f'x1="{tx:.1f}" x2="{tx:.1f}" y1="{TOP + plot_h}" y2="{TOP + plot_h + 4}"'
+        parts.append(f'<line {mark} stroke="#a0aec0"/>')
         parts.append(f'<text x="{tx:.1f}" y="{HEIGHT - 12}" font-size="10" text-anchor="{anchor}">{label}</text>')
     for _label, colour, values in lines:
         runs: list[list[str]] = [[]]
