@@ -7,9 +7,6 @@ through an Airflow connection, so the sync (boto3) and async (aiobotocore) clien
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,18 +59,6 @@ DAG_FILE = textwrap.dedent(
         globals()[dag.dag_id] = dag
     '''
 )
-
-
-@pytest.fixture(scope="session")
-def airflow_db() -> None:
-    """Migrate the throwaway metadata DB (AIRFLOW_HOME from conftest) once per test session."""
-    subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        check=True,
-        capture_output=True,
-        env=os.environ.copy(),
-        timeout=300,
-    )
 
 
 @pytest.fixture
