@@ -21,7 +21,7 @@ from urllib.parse import quote
 import boto3
 import pytest
 from moto import mock_aws
-from support.page_layout import CHROMIUM_FLAGS, find_chromium
+from support.page_layout import CHROMIUM_FLAGS, find_chromium, nesting_problems
 from support.png import read_png
 from support.verdict_jobs import data_bound_with_jitter, put_job
 
@@ -158,6 +158,7 @@ def test_the_page_draws_the_groups_and_the_verdict(client: Any, run: Run) -> Non
     html = answer.text
     assert MESSAGE in html
     assert html.count("<svg") == 2  # one chart per group
+    assert nesting_problems(html) == []  # every element closed in order, as served
     assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in html
     assert "data_group" in html and "train_group" in html and "2 x ml.c5.18xlarge" in html
