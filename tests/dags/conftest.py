@@ -19,3 +19,4 @@ def airflow_db() -> None:
         env=os.environ.copy(),
         timeout=300,
     )
+

@@ -6,13 +6,12 @@ through an Airflow connection, so the sync (boto3) and async (aiobotocore) clien
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.dag_files import dag_file
 from support.moto_jobs import ROLE, MotoJobs, aws_connection_env, moto_server
 
 from airflow_hetero.hooks.training import HeteroTrainingHook
@@ -63,18 +62,8 @@ DAG_FILE = textwrap.dedent(
 
 @pytest.fixture
 def dag_module(airflow_db: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from airflow.configuration import conf
-
-    dags_folder = Path(conf.get("core", "dags_folder"))
-    dags_folder.mkdir(parents=True, exist_ok=True)
-    path = dags_folder / "hetero_e2e_dag.py"
-    path.write_text(DAG_FILE)
-    spec = importlib.util.spec_from_file_location("hetero_e2e_dag", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
-    path.unlink()
+    with dag_file("hetero_e2e_dag", DAG_FILE) as module:
+        yield module
 
 
 @pytest.fixture

@@ -6,13 +6,13 @@ pattern (``xcom_pull(task_ids='train')['training_job_name']``) fails; ``training
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.dag_files import dag_file
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.logs.per_group import clean_text
@@ -93,14 +93,8 @@ def dag_module(airflow_db: None, endpoint: LocalEndpoint, monkeypatch: pytest.Mo
     folder = Path(conf.get("core", "dags_folder"))
     (folder / "failing_code").mkdir(parents=True, exist_ok=True)
     (folder / "failing_code" / "fail.py").write_text(SCRIPT)
-    path = folder / "hetero_failed_dag.py"
-    path.write_text(DAG_FILE)
-    spec = importlib.util.spec_from_file_location("hetero_failed_dag", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
-    path.unlink()
+    with dag_file("hetero_failed_dag", DAG_FILE) as module:
+        yield module
 
 
 @pytest.mark.parametrize("dag_id", ["hetero_failed_sync", "hetero_failed_deferred"])
