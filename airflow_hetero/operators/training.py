@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 #: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.
 OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
 _ON_EXISTING = ("reattach", "fail", "new")
+#: XCom key of the job's name, pushed as soon as the job is created or re-attached: there whatever the
+#: task's ending (a failed task pushes no ``return_value``), for the summary of a failed job.
+JOB_NAME_XCOM_KEY = "training_job_name"
 
 
 class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
@@ -342,6 +345,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         if describe is not None:
             self.wait_limit = wait_limit_seconds(describe)
         persist_job_links(context, job_name=name, region=region)
+        context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=name)
         if describe is not None and classify(describe) == "succeeded":
             self.log.info("Training job %s already completed: returning its result", name)
             return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)

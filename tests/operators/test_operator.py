@@ -20,6 +20,7 @@ from airflow_hetero.definition import naming
 from airflow_hetero.job.outcome import TrainingJobFailedError, TrainingJobStoppedError, TrainingJobTimeoutError
 from airflow_hetero.links.training import XCOM_KEY, training_job_url
 from airflow_hetero.operators import HeteroTrainingOperator
+from airflow_hetero.operators.training import JOB_NAME_XCOM_KEY
 from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
 JOB: dict[str, Any] = {
@@ -87,10 +88,11 @@ def test_submits_the_heterogeneous_request_and_returns_without_waiting(jobs: Mot
     assert described["HyperParameters"]["sagemaker_job_name"] == f'"{name}"'
     pushed = {c.kwargs["key"]: c.kwargs["value"] for c in ctx["ti"].xcom_push.call_args_list}
     assert pushed[XCOM_KEY] == {"job_name": name, "region": "us-east-1"}
+    assert pushed[JOB_NAME_XCOM_KEY] == name  # for a summary of the job whatever the task's ending
     if AIRFLOW_V_3:  # Airflow 3 reads the URL from the link's XCom; 2.11 calls get_link instead
         assert pushed["_link_SageMakerTrainingJobLink"] == training_job_url("us-east-1", name)
     else:
-        assert set(pushed) == {XCOM_KEY}
+        assert set(pushed) == {XCOM_KEY, JOB_NAME_XCOM_KEY}
 
 
 def test_waits_logging_each_transition_once_with_one_describe_per_check(jobs: MotoJobs) -> None:
