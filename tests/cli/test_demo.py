@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.installed import ROOT, built_wheel, scratch_venv, without_modules
+from support.installed import ROOT, built_wheel, run_without_modules, scratch_venv
 
 #: The most lines the default output may take (39 seen: steps, table, verdict, deploy).
 SHORT = 50
@@ -132,13 +132,7 @@ def test_verbose_prints_airflows_log_on_the_terminal(tmp_path: Path) -> None:
 
 
 def test_without_the_local_extra_the_demo_says_what_to_install(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [*without_modules("moto"), "demo", "--workdir", str(tmp_path / "demo")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_without_modules(("moto",), "demo", "--workdir", str(tmp_path / "demo"))
     assert proc.returncode == 3
     assert proc.stderr == (
         "airflow-hetero demo: the offline endpoint needs the 'local' extra (No module named 'moto'): "

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.installed import without_modules
+from support.installed import run_without_modules
 
 
 @pytest.mark.parametrize("missing", ["moto", "werkzeug", "psutil"])
 def test_serve_without_the_local_extra_says_what_to_install_in_one_line(tmp_path: Path, missing: str) -> None:
-    proc = subprocess.run(
-        [*without_modules(missing), "local", "serve", "--workdir", str(tmp_path / "endpoint")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_without_modules((missing,), "local", "serve", "--workdir", str(tmp_path / "endpoint"))
     assert proc.returncode == 3
     assert proc.stderr == (
         f"airflow-hetero local serve: the offline endpoint needs the 'local' extra (No module named '{missing}'): "

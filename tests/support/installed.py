@@ -74,12 +74,10 @@ def scratch_venv(where: Path, wheel: Path) -> Path:
     return python
 
 
-def without_modules(*names: str) -> list[str]:
-    """``python -c`` arguments that run the package CLI (argv after them) with ``names`` unimportable.
-
-    A meta-path finder first in line raises ``ModuleNotFoundError`` for them and their submodules,
-    as Python does for a package that is not installed.
-    """
+def run_without_modules(names: tuple[str, ...], *argv: str) -> subprocess.CompletedProcess[str]:
+    """Run ``airflow-hetero ARGV`` in a child Python where ``names`` (and their submodules) cannot
+    be imported: a meta-path finder first in line raises ``ModuleNotFoundError`` for them, as Python
+    does for a package that is not installed."""
     code = textwrap.dedent(
         f"""
         import sys
@@ -95,4 +93,4 @@ def without_modules(*names: str) -> list[str]:
         sys.exit(main(sys.argv[1:]))
         """
     )
-    return [sys.executable, "-c", code]
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, check=False)
