@@ -44,8 +44,8 @@ TRUE_WEIGHTS, TRUE_BIAS, NOISE = (3.0, -2.0), 0.5, 0.1
 _TASK_START = re.compile(r"\[DAG TEST\] starting task_id=(\S+)")
 #: Where a run's lines end, after its last task.
 _RUN_END = ("DagRun Finished", "Marking run <DagRun")
-#: The last lines of a failed task's log copied to the terminal.
-FAILED_TASK_LINES = 60
+#: How many lines of a failed task's log are copied to the terminal: its first, then its last.
+FAILED_TASK_HEAD, FAILED_TASK_TAIL = 10, 50
 
 
 def register(sub: Any) -> None:
@@ -219,7 +219,12 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     with terminal(None if args.verbose else workdir / "airflow.log") as term:
-        code = run_demo(args, term, dags_folder, workdir)
+        try:
+            code = run_demo(args, term, dags_folder, workdir)
+        except Exception:
+            if term.log is not None:  # the traceback follows on the terminal, the context is in the log
+                term.error(f"demo: stopped by the error below; Airflow's log up to it: {term.log}")
+            raise
         if code == 0:
             term.step(f"demo succeeded in {time.monotonic() - started:.0f} s")
         return code
@@ -232,6 +237,7 @@ def run_demo(args: argparse.Namespace, term: Terminal, dags_folder: Path, workdi
     term.step(f"starting the offline SageMaker endpoint (workdir {workdir / 'endpoint'})")
     with LocalEndpoint(workdir=workdir / "endpoint", metrics_interval=1.0) as endpoint:
         term.say(f"    {endpoint.url}  (SageMaker, S3, CloudWatch Logs and metrics on one URL)")
+        term.say(f"    the DAGs: {dags_folder}")
         if term.log is not None:
             term.say(f"    Airflow's own log goes to {term.log} (--verbose prints it here)")
         connection = json.dumps({"conn_type": "aws", "extra": endpoint.connection_extra()})
@@ -340,8 +346,9 @@ def task_sections(log: str) -> dict[str, list[str]]:
 
 
 def show_failed_tasks(term: Terminal, dag_run: Any, since: int) -> None:
-    """Copy each failed task's log lines (its last :data:`FAILED_TASK_LINES`) from Airflow's log to the
-    terminal; the end of the log when no task's lines can be told apart."""
+    """Copy each failed task's log lines from Airflow's log to the terminal: its first lines (what
+    ran) and its last (the error), the middle of a long one left out; the end of the run's log when
+    no task's lines can be told apart."""
     assert term.log is not None
     sys.stdout.flush()
     sys.stderr.flush()
@@ -351,11 +358,12 @@ def show_failed_tasks(term: Terminal, dag_run: Any, since: int) -> None:
     sections = task_sections(text)
     failing = [task for task, state in task_states(dag_run).items() if state in ("failed", "up_for_retry")]
     shown = [(f"task {task}", sections[task]) for task in failing if sections.get(task)]
-    for what, lines in shown or [("the run", text.splitlines())]:
-        tail = lines[-FAILED_TASK_LINES:]
-        count = f"its last {len(tail)} of {len(lines)} lines" if len(tail) < len(lines) else f"{len(lines)} lines"
+    for what, lines in shown or [("the run", text.splitlines()[-FAILED_TASK_TAIL:])]:
+        cut = max(0, len(lines) - FAILED_TASK_HEAD - FAILED_TASK_TAIL)
+        count = f"{len(lines)} lines" + (f", {cut} in the middle left out" if cut else "")
         term.error(f"demo: the log of {what} ({count}; all of Airflow's log: {term.log}):")
-        term.error("\n".join(tail))
+        head, tail = (lines[:FAILED_TASK_HEAD], lines[-FAILED_TASK_TAIL:]) if cut else (lines, [])
+        term.error("\n".join([*head, *([f"... ({cut} lines)"] if cut else []), *tail]))
 
 
 def failed(term: Terminal, dag_id: str, dag_run: Any, workdir: Path, since: int) -> int:
