@@ -14,7 +14,7 @@ import yaml
 
 from airflow_hetero.cli import main
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "dags" / "hetero_retraining" / "job.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "airflow_hetero" / "example_dags" / "hetero_retraining" / "job.yaml"
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
 
 
