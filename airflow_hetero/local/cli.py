@@ -32,11 +32,13 @@ def missing_local_extra() -> str | None:
 
     Imports what the endpoint needs (not only finds it: moto without its ``server`` extra lacks flask).
     """
+    from airflow_hetero.local.api.server import needs_local_extra
+
     for name in LOCAL_EXTRA_MODULES:
         try:
             importlib.import_module(name)
         except ImportError as err:
-            return f"the offline endpoint needs the 'local' extra ({err}): pip install 'airflow-hetero[local]'"
+            return needs_local_extra(err)
     return None
 
 

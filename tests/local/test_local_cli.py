@@ -18,3 +18,16 @@ def test_serve_without_the_local_extra_says_what_to_install_in_one_line(tmp_path
     )
     assert proc.stdout == ""  # no banner: nothing was started
     assert not (tmp_path / "endpoint").exists()
+
+
+def test_endpoint_started_from_python_without_the_extra_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from airflow_hetero.local.api.server import LocalEndpoint
+
+    monkeypatch.setitem(sys.modules, "werkzeug.serving", None)  # import raises ImportError, as when absent
+    with pytest.raises(RuntimeError, match=r"needs the 'local' extra .*pip install 'airflow-hetero\[local\]'$"):
+        LocalEndpoint(workdir=tmp_path / "endpoint").start()
+    assert not (tmp_path / "endpoint").exists()
