@@ -53,6 +53,16 @@ class TrainingRequest:
         image = algorithm.get("TrainingImage") or algorithm.get("AlgorithmName")
         return naming.base_name_from_image(str(image)) if image else "training"
 
+    @property
+    def name_note(self) -> str | None:
+        """What the task log says when the request's own TrainingJobName is replaced."""
+        if not self.given_name:
+            return None
+        return (
+            f"The request's TrainingJobName '{self.given_name}' is replaced by the name derived for this "
+            f"task instance (base '{self.base_job_name}'), so a retry finds its job; pass job_name= to choose it"
+        )
+
     def build(self, *, job_name: str) -> dict[str, Any]:
         """The request to send as ``job_name`` (a copy: the checked request stays as it was)."""
         problem = naming.check_job_name(job_name)

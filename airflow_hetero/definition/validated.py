@@ -29,7 +29,7 @@ from typing import Any
 from airflow_hetero.definition.cache_folder import cache_dir
 from airflow_hetero.definition.cache_folder import cache_folder as _folder
 
-__all__ = ["cache_dir", "definition_key", "dependencies", "validate_once"]
+__all__ = ["cache_dir", "check_at_parse", "definition_key", "dependencies", "validate_once"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: First line of every marker; a new layout gets a new header, so an old marker is only a miss.
@@ -177,3 +177,15 @@ def validate_once(data: Mapping[str, Any], *, request: bool = False) -> None:
         raise
     if marker is not None and entries is not None:
         _remember(marker, entries)
+
+
+def check_at_parse(source: Any, *, request: bool) -> Any:
+    """An operator's ``job`` or ``request`` as it keeps it: a path as a string; a mapping validated now
+    (at DAG-parse time, through the cache) unless it holds Jinja, whose validation waits for rendering."""
+    from airflow_hetero.definition.templated import has_template
+
+    if source is not None and not isinstance(source, dict) and isinstance(source, os.PathLike):
+        return os.fspath(source)  # a dict first: the ABC check is slow
+    if isinstance(source, Mapping) and not has_template(source):
+        validate_once(source, request=request)
+    return source
