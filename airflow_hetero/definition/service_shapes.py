@@ -4,7 +4,9 @@ Required members, member names, types, enums, patterns, lengths and bounds, exac
 ``service-2.json`` states them: never a hand copy. The model is 2.5 MB of JSON (~0.2 s to load),
 so the shapes one operation's input reaches are compiled once and kept on disk, in the package's
 cache folder (:mod:`airflow_hetero.definition.cache_folder`), keyed on the model file's
-path, size and times; a later process loads the small file instead.
+path, size and times; a later process loads the small file instead (checking a request in a fresh
+process, no validation marker: 27.7 ms CPU with the compiled shapes on disk, 56.2 ms compiling them;
+a definition costs 169 ms; medians of 7, 2026-12).
 
 :func:`check` walks a value against those shapes and returns a :class:`ShapeProblem` per
 violation, each with the request path (``InputDataConfig[1].ChannelName``), our message, and the
