@@ -10,8 +10,9 @@ over rounds of (variant CPU / EmptyOperator CPU) in the same round.
 
 Variants: the same DAG with an ``EmptyOperator`` (baseline), with ``HeteroTrainingOperator(job=dict)``
 (its definition validated at parse time), with ``HeteroTrainingOperator(request=dict)`` (the same job as
-a CreateTrainingJob request, validated at parse time in request mode), with a minimal third-party operator taking the same dict
-(``benchmarks/reference_operator.py``: what any operator of its own module pays, no validation)
+a CreateTrainingJob request, validated at parse time in request mode), with a minimal third-party
+operator taking the same dict (``benchmarks/reference_operator.py``: what any operator of its own module
+pays, no validation)
 and with the Amazon provider's ``SageMakerTrainingOperator``.
 
     python -m benchmarks.parse_fork [--rounds 25]
