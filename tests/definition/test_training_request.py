@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.moto_jobs import ROLE, hetero_request
 
 from airflow_hetero.definition import service_shapes
 from airflow_hetero.definition.errors import JobDefinitionError
@@ -20,51 +21,18 @@ from airflow_hetero.local.api.request_rules import validate_create
 
 TESTS = Path(__file__).parents[1]
 V3_REQUEST = TESTS / "data" / "sdk_v3" / "two_groups_torchrun.request.json"
-ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 
 
 def provider_config(**changes: Any) -> dict[str, Any]:
     """An Amazon provider SageMakerTrainingOperator ``config``: a CreateTrainingJob request with its name."""
-    config: dict[str, Any] = {
-        "TrainingJobName": "provider-job-2026-01-01",
-        "RoleArn": ROLE,
-        "AlgorithmSpecification": {
-            "TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/hetero-train:latest",
-            "TrainingInputMode": "File",
-        },
-        "HyperParameters": {"sagemaker_program": '"train.py"', "epochs": "2"},
-        "InputDataConfig": [
-            {
-                "ChannelName": "train",
-                "DataSource": {
-                    "S3DataSource": {
-                        "S3DataType": "S3Prefix",
-                        "S3Uri": "s3://bucket/train",
-                        "InstanceGroupNames": ["data_group"],
-                    }
-                },
-            },
-            {
-                "ChannelName": "test",
-                "DataSource": {
-                    "S3DataSource": {
-                        "S3DataType": "S3Prefix",
-                        "S3Uri": "s3://bucket/test",
-                        "InstanceGroupNames": ["dnn_group"],
-                    }
-                },
-            },
-        ],
-        "OutputDataConfig": {"S3OutputPath": "s3://bucket/output"},
-        "ResourceConfig": {
-            "InstanceGroups": [
-                {"InstanceGroupName": "data_group", "InstanceType": "ml.c5.xlarge", "InstanceCount": 2},
-                {"InstanceGroupName": "dnn_group", "InstanceType": "ml.p3.2xlarge", "InstanceCount": 1},
-            ],
-            "VolumeSizeInGB": 30,
-        },
-        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
-    }
+    config = hetero_request("provider-job-2026-01-01")
+    config["AlgorithmSpecification"]["TrainingImage"] = (
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/hetero-train:latest"
+    )
+    test = copy.deepcopy(config["InputDataConfig"][0])
+    test["ChannelName"] = "test"
+    test["DataSource"]["S3DataSource"].update(S3Uri="s3://bucket/test", InstanceGroupNames=["dnn_group"])
+    config["InputDataConfig"].append(test)
     config.update(changes)
     return config
 

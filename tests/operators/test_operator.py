@@ -12,7 +12,7 @@ from unittest.mock import MagicMock
 
 import boto3
 import pytest
-from support.moto_jobs import FAST, ROLE, MotoJobs, mocked_jobs, put_logs, throttling, toolkit_startup
+from support.moto_jobs import FAST, ROLE, MotoJobs, hetero_request, mocked_jobs, put_logs, throttling, toolkit_startup
 from support.task_logs import record_logs
 
 from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException, TaskDeferred
@@ -349,8 +349,9 @@ def test_missing_source_dir_fails_before_any_job(jobs: MotoJobs, tmp_path: Path)
     assert jobs.calls["CreateTrainingJob"] == 0
 
 
-def test_print_log_streams_every_host_with_its_group(jobs: MotoJobs) -> None:
-    name = expected_name()
+@pytest.mark.parametrize("mode", ["job", "request"])
+def test_print_log_streams_every_host_with_its_group(mode: str, jobs: MotoJobs) -> None:
+    name = expected_name()  # a request named like the definition's base derives the same names
     logs = boto3.client("logs", region_name="us-east-1")
 
     def write_logs() -> None:
@@ -358,7 +359,11 @@ def test_print_log_streams_every_host_with_its_group(jobs: MotoJobs) -> None:
         put_logs(logs, name, "algo-2", [*toolkit_startup("algo-2", "data_group"), "served 10 batches"])
 
     jobs.script(name, {"status": "InProgress", "secondary": "Training"}, {"status": "Completed"})
-    op = operator(print_log=True)
+    op = (
+        operator(print_log=True)
+        if mode == "job"
+        else operator(job=None, request=hetero_request("hetero-test"), print_log=True)
+    )
     logged = record_logs(op)
     original = jobs.scripts[name][0]
     jobs.scripts[name][0] = lambda: (original(), write_logs())  # type: ignore[func-returns-value]

@@ -1,4 +1,8 @@
-"""Request mode (``request=``): every guarantee of a definition, for a CreateTrainingJob request as given."""
+"""Request mode (``request=``): every guarantee of a definition, for a CreateTrainingJob request as given.
+
+The ``[group/host]`` log lines and the exactly-once create under lost answers are tested in both modes
+beside their definition tests (test_operator.py, test_exactly_once.py).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from unittest.mock import MagicMock
 import boto3
 import pytest
 import yaml
-from support.moto_jobs import ROLE, MotoJobs, hetero_request, mocked_jobs, put_logs, toolkit_startup
+from support.moto_jobs import ROLE, MotoJobs, hetero_request, mocked_jobs
 from support.task_logs import record_logs
 
 from airflow_hetero._compat import AirflowFailException
@@ -133,24 +137,6 @@ def test_on_kill_and_a_failed_deferral_stop_the_job(jobs: MotoJobs) -> None:
     assert "Deferral" in type(info.value).__name__
     assert jobs.job(name_for(run_id="fail")).training_job_status == "Stopping"
     assert jobs.calls["StopTrainingJob"] == 2
-
-
-def test_logs_of_every_host_come_with_their_group(jobs: MotoJobs) -> None:
-    name = name_for()
-    logs = boto3.client("logs", region_name="us-east-1")
-
-    def write_logs() -> None:
-        put_logs(logs, name, "algo-1", [*toolkit_startup("algo-1", "dnn_group"), "epoch 1 loss 0.4"])
-        put_logs(logs, name, "algo-2", [*toolkit_startup("algo-2", "data_group"), "served 10 batches"])
-
-    jobs.script(name, {"status": "InProgress", "secondary": "Training"}, {"status": "Completed"})
-    op = operator(print_log=True)
-    logged = record_logs(op)
-    first = jobs.scripts[name][0]
-    jobs.scripts[name][0] = lambda: (first(), write_logs())  # type: ignore[func-returns-value]
-    op.execute(context())
-    assert logged.lines.count("[dnn_group/algo-1] epoch 1 loss 0.4") == 1
-    assert logged.lines.count("[data_group/algo-2] served 10 batches") == 1
 
 
 def test_lineage_and_the_model_asset_come_from_the_requests_data_configs(jobs: MotoJobs) -> None:
