@@ -212,3 +212,16 @@ def test_a_request_file_relative_to_the_dag_file_is_rendered(jobs: MotoJobs, tmp
     assert isinstance(op.request, dict) and op.request["HyperParameters"]["run"] == RUN_ID
     name = op.execute(ctx)["training_job_name"]
     assert described(name)["HyperParameters"]["run"] == RUN_ID
+
+
+def test_the_moto_stand_in_refuses_what_the_service_refuses(jobs: MotoJobs) -> None:
+    """moto accepts any request; the tests' stand-in answers as SageMaker does, from the same rules."""
+    client = boto3.client("sagemaker", region_name="us-east-1")
+    bad = hetero_request("refused-job")
+    bad["ResourceConfig"]["InstanceType"] = "ml.c5.xlarge"
+    with pytest.raises(client.exceptions.ClientError, match="cannot be specified with InstanceGroups"):
+        client.create_training_job(**bad)
+    long_name = hetero_request("x" * 64)
+    with pytest.raises(client.exceptions.ClientError, match="at 'trainingJobName' failed to satisfy constraint"):
+        client.create_training_job(**long_name)
+    assert jobs.names() == []
