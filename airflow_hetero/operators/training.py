@@ -212,12 +212,9 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         try:
             if self.request is None:
                 return load_job(source or {})
-            loaded = load_request(source or {})
+            return load_request(source or {})
         except JobDefinitionError as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
-        if loaded.name_note and not self.job_name:
-            self.log.warning("%s", loaded.name_note)
-        return loaded
 
     # -- starting or re-attaching the task instance's job --------------------------------------
 
@@ -313,6 +310,8 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         try:
             if isinstance(job, TrainingRequest):
                 request = identity.stamp(job.build(job_name=name))
+                if job.name_note and not self.job_name:
+                    self.log.warning("%s", job.name_note)
             else:
                 request = identity.stamp(build_training_request(job, job_name=name, region=region))
                 upload_uri = source_upload_uri(job, name)

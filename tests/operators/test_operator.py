@@ -62,6 +62,12 @@ def operator(**kwargs: Any) -> HeteroTrainingOperator:
     return HeteroTrainingOperator(task_id="train", aws_conn_id=None, **kwargs)
 
 
+def request_mode(**kwargs: Any) -> HeteroTrainingOperator:
+    """``operator()`` given JOB's request (named like its base, so both derive the same names)."""
+    request = hetero_request("hetero-test", StoppingCondition={"MaxRuntimeInSeconds": JOB["max_run"]})
+    return operator(job=None, request=request, **kwargs)
+
+
 def expected_name(run_id: str = "manual__2026-01-01", attempt: int = 0) -> str:
     key = naming.task_key("hetero-test", "retrain", "train", run_id, -1)
     return naming.derived_job_name("hetero-test", key, attempt)
@@ -351,7 +357,7 @@ def test_missing_source_dir_fails_before_any_job(jobs: MotoJobs, tmp_path: Path)
 
 @pytest.mark.parametrize("mode", ["job", "request"])
 def test_print_log_streams_every_host_with_its_group(mode: str, jobs: MotoJobs) -> None:
-    name = expected_name()  # a request named like the definition's base derives the same names
+    name = expected_name()
     logs = boto3.client("logs", region_name="us-east-1")
 
     def write_logs() -> None:
@@ -373,8 +379,9 @@ def test_print_log_streams_every_host_with_its_group(mode: str, jobs: MotoJobs) 
     assert lines.count("[data_group/algo-2] served 10 batches") == 1
 
 
-def test_deferrable_defers_to_a_trigger_that_owns_the_job(jobs: MotoJobs) -> None:
-    op = operator(deferrable=True)
+@pytest.mark.parametrize("make", [operator, request_mode], ids=["job", "request"])
+def test_deferrable_defers_to_a_trigger_that_owns_the_job(make: Any, jobs: MotoJobs) -> None:
+    op = make(deferrable=True)
     with pytest.raises(TaskDeferred) as info:
         op.execute(context())
     trigger = info.value.trigger
@@ -383,7 +390,7 @@ def test_deferrable_defers_to_a_trigger_that_owns_the_job(jobs: MotoJobs) -> Non
     # counted from the task's start: the job's MaxRuntime (7200 s) + margin, not a hidden cap
     assert trigger.deadline == pytest.approx(time.time() + 7200 + 3600, abs=30)
     with pytest.raises(TaskDeferred) as info:
-        operator(deferrable=True, max_ingestion_time=600).execute(context())
+        make(deferrable=True, max_ingestion_time=600).execute(context())
     assert info.value.trigger.deadline == pytest.approx(time.time() + 600, abs=30)
     assert jobs.calls["CreateTrainingJob"] == 1  # the second task instance re-attached
 
