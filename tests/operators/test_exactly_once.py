@@ -119,12 +119,14 @@ def foreign_job(server_url: str, name: str, status: str, jobs: MotoJobs) -> None
 # -- ambiguous creates ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("mode", ["job", "request"])
 @pytest.mark.parametrize("fault", ["reset_after", "500_after", "timeout_after"])
 def test_lost_create_answer_adopts_the_job_instead_of_a_second_one(
-    fault: str, proxy: FaultProxy, jobs: MotoJobs
+    fault: str, mode: str, proxy: FaultProxy, jobs: MotoJobs
 ) -> None:
     proxy.fail("CreateTrainingJob", fault)
-    op = operator()
+    # request mode: a request named like the definition's base, so both derive the same names
+    op = operator() if mode == "job" else operator(job=None, request=hetero_request("exactly-once"))
     logged = record_logs(op)
     result = op.execute({"ti": ti()})
     assert result["training_job_name"] == name_for()

@@ -12,7 +12,7 @@ from unittest.mock import MagicMock
 
 import boto3
 import pytest
-from support.moto_jobs import FAST, ROLE, MotoJobs, mocked_jobs, put_logs, throttling, toolkit_startup
+from support.moto_jobs import FAST, ROLE, MotoJobs, hetero_request, mocked_jobs, put_logs, throttling, toolkit_startup
 from support.task_logs import record_logs
 
 from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException, TaskDeferred
@@ -61,6 +61,12 @@ def operator(**kwargs: Any) -> HeteroTrainingOperator:
     kwargs.setdefault("print_log", False)
     kwargs.setdefault("check_interval", 0.01)
     return HeteroTrainingOperator(task_id="train", aws_conn_id=None, **kwargs)
+
+
+def request_mode(**kwargs: Any) -> HeteroTrainingOperator:
+    """``operator()`` given JOB's request (named like its base, so both derive the same names)."""
+    request = hetero_request("hetero-test", StoppingCondition={"MaxRuntimeInSeconds": JOB["max_run"]})
+    return operator(job=None, request=request, **kwargs)
 
 
 def expected_name(run_id: str = "manual__2026-01-01", attempt: int = 0) -> str:
@@ -351,7 +357,8 @@ def test_missing_source_dir_fails_before_any_job(jobs: MotoJobs, tmp_path: Path)
     assert jobs.calls["CreateTrainingJob"] == 0
 
 
-def test_print_log_streams_every_host_with_its_group(jobs: MotoJobs) -> None:
+@pytest.mark.parametrize("mode", ["job", "request"])
+def test_print_log_streams_every_host_with_its_group(mode: str, jobs: MotoJobs) -> None:
     name = expected_name()
     logs = boto3.client("logs", region_name="us-east-1")
 
@@ -360,7 +367,11 @@ def test_print_log_streams_every_host_with_its_group(jobs: MotoJobs) -> None:
         put_logs(logs, name, "algo-2", [*toolkit_startup("algo-2", "data_group"), "served 10 batches"])
 
     jobs.script(name, {"status": "InProgress", "secondary": "Training"}, {"status": "Completed"})
-    op = operator(print_log=True)
+    op = (
+        operator(print_log=True)
+        if mode == "job"
+        else operator(job=None, request=hetero_request("hetero-test"), print_log=True)
+    )
     logged = record_logs(op)
     original = jobs.scripts[name][0]
     jobs.scripts[name][0] = lambda: (original(), write_logs())  # type: ignore[func-returns-value]
@@ -370,8 +381,9 @@ def test_print_log_streams_every_host_with_its_group(jobs: MotoJobs) -> None:
     assert lines.count("[data_group/algo-2] served 10 batches") == 1
 
 
-def test_deferrable_defers_to_a_trigger_that_owns_the_job(jobs: MotoJobs) -> None:
-    op = operator(deferrable=True)
+@pytest.mark.parametrize("make", [operator, request_mode], ids=["job", "request"])
+def test_deferrable_defers_to_a_trigger_that_owns_the_job(make: Any, jobs: MotoJobs) -> None:
+    op = make(deferrable=True)
     with pytest.raises(TaskDeferred) as info:
         op.execute(context())
     trigger = info.value.trigger
@@ -380,7 +392,7 @@ def test_deferrable_defers_to_a_trigger_that_owns_the_job(jobs: MotoJobs) -> Non
     # counted from the task's start: the job's MaxRuntime (7200 s) + margin, not a hidden cap
     assert trigger.deadline == pytest.approx(time.time() + 7200 + 3600, abs=30)
     with pytest.raises(TaskDeferred) as info:
-        operator(deferrable=True, max_ingestion_time=600).execute(context())
+        make(deferrable=True, max_ingestion_time=600).execute(context())
     assert info.value.trigger.deadline == pytest.approx(time.time() + 600, abs=30)
     assert jobs.calls["CreateTrainingJob"] == 1  # the second task instance re-attached
 
