@@ -69,13 +69,13 @@ def decode_request(action: str, form: dict[str, str]) -> dict[str, Any]:
 
     shape = service_model("iam").operation_model(action).input_shape
     params: dict[str, Any] = _decode(shape, form, "")
-    report = ParamValidator().validate(params, shape)
-    if report.has_errors():
-        raise ServiceError("ValidationError", report.generate_report())
-    problems = constraint_problems(action, params, "iam")
+    problems = constraint_problems(action, params, "iam")  # IAM's own wording for what the model constrains
     if problems:
         noun = "error" if len(problems) == 1 else "errors"
         raise ServiceError("ValidationError", f"{len(problems)} validation {noun} detected: " + "; ".join(problems))
+    report = ParamValidator().validate(params, shape)  # what is left: wrong types
+    if report.has_errors():
+        raise ServiceError("ValidationError", report.generate_report())
     return params
 
 

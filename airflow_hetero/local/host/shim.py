@@ -272,6 +272,7 @@ def main(argv: list[str]) -> int:
         if problem is not None:
             sys.stderr.write(ISOLATION_PREFIX + problem + "\n")
             return ISOLATION_FAILED
+        os.chdir(OPT_ML)  # the same folder, now under the name a container knows it by
     for signum in FORWARDED:
         signal.signal(signum, _note)
     become_subreaper()
