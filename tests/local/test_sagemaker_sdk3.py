@@ -26,10 +26,14 @@ SDK3_PYTHON = ROOT / ".venv-sdk3" / "bin" / "python"
 CLIENT = Path(__file__).parents[1] / "support" / "sdk3_client.py"
 ENDPOINT_TIMINGS = {"stop_grace": 2.0, "metrics_interval": 0.5, "log_flush_interval": 0.2}
 SDK_CONFIG = "SchemaVersion: '1.0'\nSageMaker:\n  PythonSDK:\n    Modules:\n      TelemetryOptOut: true\n"
-needs_sdk3 = pytest.mark.skipif(not SDK3_PYTHON.exists(), reason="run `make .venv-sdk3/.installed-stamp` (make test does)")
+needs_sdk3 = pytest.mark.skipif(
+    not SDK3_PYTHON.exists(), reason="run `make .venv-sdk3/.installed-stamp` (make test does)"
+)
 
 
-def run_client(endpoint: LocalEndpoint, workdir: Path, *scenarios: str, timeout: float = 400) -> tuple[dict[str, Any], str]:
+def run_client(
+    endpoint: LocalEndpoint, workdir: Path, *scenarios: str, timeout: float = 400
+) -> tuple[dict[str, Any], str]:
     """Run the v3 client with the settings docs/local.md gives; (what it saw, its stdout)."""
     config = workdir / "sagemaker-config.yaml"
     config.write_text(SDK_CONFIG)

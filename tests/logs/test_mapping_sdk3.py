@@ -68,7 +68,7 @@ def test_the_quiet_case_maps_through_the_resourceconfig_line_alone() -> None:
 
 
 def test_a_resourceconfig_line_naming_another_host_is_ignored() -> None:
-    streams, truth = _streams("30")
+    streams, _ = _streams("30")
     line = next(x for x in (FIXTURES / "log30" / "algo-1.log").read_text().splitlines() if x.startswith("{"))
     stranger = StreamLog("job/algo-9-1796000000", "algo-9", LineRules.build())
     stranger.add(1, line)  # algo-1's config printed in algo-9's stream

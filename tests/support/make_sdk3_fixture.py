@@ -37,7 +37,11 @@ def main() -> None:
         client = ROOT / "tests" / "support" / "sdk3_client.py"
         done = subprocess.run(
             [str(ROOT / ".venv-sdk3" / "bin" / "python"), str(client), work, "fixture"],
-            env=env, capture_output=True, text=True, check=True, timeout=600,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
         )
         line = next(x for x in done.stdout.splitlines() if x.startswith("SDK3-RESULT "))
         names = json.loads(line.removeprefix("SDK3-RESULT "))["fixture"]

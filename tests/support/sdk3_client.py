@@ -12,6 +12,7 @@ whose driver output tests/data/sdk3-drivers/ keeps, at SM_LOG_LEVEL 20 and 30).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -98,7 +99,9 @@ def trainer(session: Session, src: Path, counts: tuple[int, int] = (2, 1), **ext
         input_data_config=[
             InputData(
                 channel_name="train",
-                data_source=S3DataSource(s3_uri=f"s3://{BUCKET}/data/", s3_data_type="S3Prefix", instance_group_names=["data"]),
+                data_source=S3DataSource(
+                    s3_uri=f"s3://{BUCKET}/data/", s3_data_type="S3Prefix", instance_group_names=["data"]
+                ),
             )
         ],
         output_data_config=OutputDataConfig(s3_output_path=f"s3://{BUCKET}/models"),
@@ -186,7 +189,10 @@ def run_torchrun(session: Session, workdir: Path, runtime_file: str) -> dict[str
     """torchrun on the dnn group only (2 hosts), through a single-file copy of the runtime helper."""
     src = source(workdir, "ddp", {"ddp.py": DDP})
     shutil.copyfile(runtime_file, src / "runtime.py")
-    environment = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"], "GLOO_SOCKET_IFNAME": "lo"}
+    environment = {
+        "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+        "GLOO_SOCKET_IFNAME": "lo",
+    }
     model_trainer = trainer(
         session,
         src,
@@ -215,10 +221,8 @@ def run_fixture(session: Session, workdir: Path) -> dict[str, Any]:
 
 def main(workdir: Path, scenarios: list[str]) -> dict[str, Any]:
     iam = boto3.client("iam")
-    try:
+    with contextlib.suppress(iam.exceptions.EntityAlreadyExistsException):
         iam.create_role(RoleName="SageMakerRole", AssumeRolePolicyDocument=json.dumps(TRUST))
-    except iam.exceptions.EntityAlreadyExistsException:
-        pass
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket=BUCKET)
     s3.put_object(Bucket=BUCKET, Key="data/part-0.txt", Body=b"1 2 3\n")
@@ -229,8 +233,13 @@ def main(workdir: Path, scenarios: list[str]) -> dict[str, Any]:
         if scenario.startswith("torchrun="):
             seen["torchrun"] = run_torchrun(session, workdir, scenario.partition("=")[2])
         else:
-            runner = {"train": run_train, "get-wait": run_get_wait, "failed": run_failed, "stopped": run_stopped,
-                      "fixture": run_fixture}[scenario]
+            runner = {
+                "train": run_train,
+                "get-wait": run_get_wait,
+                "failed": run_failed,
+                "stopped": run_stopped,
+                "fixture": run_fixture,
+            }[scenario]
             seen[scenario] = runner(session, workdir)
         seen.setdefault("seconds", {})[scenario.partition("=")[0]] = round(time.monotonic() - started, 1)
         time.sleep(1.1)  # v3 names jobs by the second: the next job must not collide

@@ -26,7 +26,8 @@ def iam(endpoint: LocalEndpoint) -> Any:
 
 def test_every_action_is_allowed_per_resource(iam: Any) -> None:
     answer = iam.simulate_principal_policy(
-        PolicySourceArn=ROLE, ActionNames=["s3:PutObject", "sagemaker:CreateTrainingJob"],
+        PolicySourceArn=ROLE,
+        ActionNames=["s3:PutObject", "sagemaker:CreateTrainingJob"],
         ResourceArns=["arn:aws:s3:::b/*", "arn:aws:s3:::c/*"],
     )
     pairs = [(r["EvalActionName"], r["EvalResourceName"], r["EvalDecision"]) for r in answer["EvaluationResults"]]
@@ -57,11 +58,15 @@ def test_pages_follow_max_items_and_marker(iam: Any) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"PolicySourceArn": "arn:short", "ActionNames": ["s3:GetObject"]},
-         "1 validation error detected: Value 'arn:short' at 'policySourceArn' failed to satisfy constraint: "
-         "Member must have length greater than or equal to 20"),
-        ({"PolicySourceArn": ROLE, "ActionNames": ["s3:GetObject"], "MaxItems": 0},
-         "Value '0' at 'maxItems' failed to satisfy constraint: Member must have value greater than or equal to 1"),
+        (
+            {"PolicySourceArn": "arn:short", "ActionNames": ["s3:GetObject"]},
+            "1 validation error detected: Value 'arn:short' at 'policySourceArn' failed to satisfy constraint: "
+            "Member must have length greater than or equal to 20",
+        ),
+        (
+            {"PolicySourceArn": ROLE, "ActionNames": ["s3:GetObject"], "MaxItems": 0},
+            "Value '0' at 'maxItems' failed to satisfy constraint: Member must have value greater than or equal to 1",
+        ),
     ],
 )
 def test_invalid_requests_are_refused_as_iam_refuses_them(
@@ -69,8 +74,12 @@ def test_invalid_requests_are_refused_as_iam_refuses_them(
 ) -> None:
     # botocore checks minimums itself; the endpoint must refuse them too when a client does not
     unchecked = boto3.client(
-        "iam", endpoint_url=endpoint.url, region_name="us-east-1", aws_access_key_id="testing",
-        aws_secret_access_key="testing", config=Config(parameter_validation=False),
+        "iam",
+        endpoint_url=endpoint.url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(parameter_validation=False),
     )
     with pytest.raises(ClientError) as caught:
         unchecked.simulate_principal_policy(**kwargs)
@@ -80,12 +89,22 @@ def test_invalid_requests_are_refused_as_iam_refuses_them(
 
 
 def test_the_request_decoder_reads_the_query_protocol_and_checks_types() -> None:
-    form = {"Action": "SimulatePrincipalPolicy", "PolicySourceArn": ROLE, "ActionNames.member.1": "a:b",
-            "ActionNames.member.2": "c:d", "ContextEntries.member.1.ContextKeyName": "aws:x",
-            "ContextEntries.member.1.ContextKeyValues.member.1": "1", "MaxItems": "7"}
+    form = {
+        "Action": "SimulatePrincipalPolicy",
+        "PolicySourceArn": ROLE,
+        "ActionNames.member.1": "a:b",
+        "ActionNames.member.2": "c:d",
+        "ContextEntries.member.1.ContextKeyName": "aws:x",
+        "ContextEntries.member.1.ContextKeyValues.member.1": "1",
+        "MaxItems": "7",
+    }
     params = iam_api.decode_request("SimulatePrincipalPolicy", form)
-    assert params == {"PolicySourceArn": ROLE, "ActionNames": ["a:b", "c:d"], "MaxItems": 7,
-                      "ContextEntries": [{"ContextKeyName": "aws:x", "ContextKeyValues": ["1"]}]}
+    assert params == {
+        "PolicySourceArn": ROLE,
+        "ActionNames": ["a:b", "c:d"],
+        "MaxItems": 7,
+        "ContextEntries": [{"ContextKeyName": "aws:x", "ContextKeyValues": ["1"]}],
+    }
     with pytest.raises(iam_api.ServiceError, match="Value null at 'actionNames' failed to satisfy constraint"):
         iam_api.decode_request("SimulatePrincipalPolicy", {"PolicySourceArn": ROLE})
     with pytest.raises(iam_api.ServiceError, match="Invalid type for parameter MaxItems"):

@@ -48,7 +48,9 @@ def _host_dir(tmp_path: Path) -> tuple[Path, Path]:
 def _run_as_nobody(code: str) -> subprocess.CompletedProcess[str]:
     prelude = f"import os; os.setgroups([]); os.setgid({NOBODY}); os.setuid({NOBODY})\n"
     assert SYSTEM_PYTHON is not None
-    return subprocess.run([SYSTEM_PYTHON, "-c", prelude + code], capture_output=True, text=True, timeout=30, check=False)
+    return subprocess.run(
+        [SYSTEM_PYTHON, "-c", prelude + code], capture_output=True, text=True, timeout=30, check=False
+    )
 
 
 def test_the_command_sees_its_host_folder_as_opt_ml(tmp_path: Path) -> None:

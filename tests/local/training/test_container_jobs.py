@@ -129,7 +129,7 @@ def test_an_executable_train_sh_and_the_helper_it_calls_both_run(sm: Any, s3: An
     job = unique("trainsh")
     source = _tarball(
         {
-            "train.sh": ("#!/bin/sh\nset -e\n./bin/helper.sh \"$@\"\n", 0o755),
+            "train.sh": ('#!/bin/sh\nset -e\n./bin/helper.sh "$@"\n', 0o755),
             "bin/helper.sh": ('#!/bin/sh\necho "helper ran on $SM_CURRENT_HOST with $*"\n', 0o755),
         }
     )
