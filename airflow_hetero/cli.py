@@ -215,7 +215,9 @@ def _summarize(args: argparse.Namespace) -> int:
             sagemaker_client=client("sagemaker"),
             include_metrics=not args.no_metrics,
             tail_lines=args.tail_lines,
-            prices=lambda types: training_prices(types, region, client=pricing, overrides=overrides, currency=currency),
+            prices=lambda types: training_prices(
+                types, region, client=pricing, overrides=overrides, currency=currency
+            ),
             currency=currency,
         )
     except (ClientError, BotoCoreError) as err:

@@ -43,7 +43,9 @@ DESCRIBE_CONCURRENCY = 16
 #: A job not described for this many intervals is described even without a listed change.
 REFRESH_INTERVALS = 10
 
-_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[WatchKey, JobWatcher]] = weakref.WeakKeyDictionary()
+_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[WatchKey, JobWatcher]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @dataclass(eq=False)
@@ -216,7 +218,9 @@ class JobWatcher:
                 log.warning("ListTrainingJobs failed (%s); describing each due job this interval", exc)
             else:
                 self._listing = False
-                log.warning("ListTrainingJobs is not available (%s); watching each job with DescribeTrainingJob", exc)
+                log.warning(
+                    "ListTrainingJobs is not available (%s); watching each job with DescribeTrainingJob", exc
+                )
             return None
         self._newest_change = newest
         self._listed_at = started

@@ -41,7 +41,9 @@ def test_prices_parse_into_checked_overrides() -> None:
         (["--tail-lines", "-1", "--region", "us-east-1", "--no-pricing-api"], "tail_lines"),
     ],
 )
-def test_bad_arguments_exit_2_with_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_arguments_exit_2_with_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["summarize", "job-1", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("airflow-hetero summarize: ") and message in err, err

@@ -80,7 +80,9 @@ def test_find_recognises_the_real_service_not_found_message() -> None:
 
 def test_find_surfaces_other_validation_errors() -> None:
     hook, stub = stubbed_hook()
-    stub.add_client_error("describe_training_job", service_error_code="AccessDeniedException", http_status_code=403)
+    stub.add_client_error(
+        "describe_training_job", service_error_code="AccessDeniedException", http_status_code=403
+    )
     with stub, pytest.raises(ClientError, match="AccessDenied"):
         hook.find_training_job("x")
 
@@ -120,7 +122,9 @@ DESCRIBE = {
 
 def test_throttling_burst_is_retried_then_answers() -> None:
     hook, stub = stubbed_hook()
-    stub.add_client_error("describe_training_job", service_error_code="ThrottlingException", http_status_code=400)
+    stub.add_client_error(
+        "describe_training_job", service_error_code="ThrottlingException", http_status_code=400
+    )
     stub.add_client_error("describe_training_job", service_error_code="InternalFailure", http_status_code=500)
     stub.add_client_error("describe_training_job", service_error_code="Whatever", http_status_code=503)
     stub.add_response("describe_training_job", DESCRIBE, {"TrainingJobName": "j"})
@@ -141,7 +145,9 @@ def test_transient_errors_are_bounded(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_permanent_error_is_not_retried() -> None:
     hook, stub = stubbed_hook()
-    stub.add_client_error("describe_training_job", service_error_code="AccessDeniedException", http_status_code=403)
+    stub.add_client_error(
+        "describe_training_job", service_error_code="AccessDeniedException", http_status_code=403
+    )
     stub.add_response("describe_training_job", DESCRIBE, {"TrainingJobName": "j"})
     with stub, pytest.raises(ClientError, match="AccessDenied"):
         hook.describe_training_job("j")

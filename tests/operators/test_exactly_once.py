@@ -42,8 +42,9 @@ JOB: dict[str, Any] = {
     ],
     "max_run": 7200,
 }
-#: Short botocore timeouts so a held answer times out quickly (retries are the hook's business).
-TIMEOUTS = {"read_timeout": 1, "connect_timeout": 1, "retries": {"total_max_attempts": 1}}
+#: botocore timeouts short enough that a held answer (6 s) times out, long enough that a slow
+#: answer from moto on a busy CI machine does not (retries are the hook's business).
+TIMEOUTS = {"read_timeout": 5, "connect_timeout": 5, "retries": {"total_max_attempts": 1}}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def server_url() -> Iterator[str]:
 def proxy(server_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultProxy]:
     urllib.request.urlopen(urllib.request.Request(f"{server_url}/moto-api/reset", method="POST")).close()
     monkeypatch.setattr(HeteroTrainingHook, "default_retry_policy", FAST)
-    with fault_proxy(server_url, hold_seconds=2.0) as p:
+    with fault_proxy(server_url, hold_seconds=6.0) as p:
         name, value = aws_connection_env(CONN_ID, p.url)
         monkeypatch.setenv(name, value)
         yield p

@@ -211,6 +211,7 @@ def test_execution_timeout_bounds_a_deferred_wait_and_is_passed_to_airflow(jobs:
     assert jobs.job(job_name()).training_job_status == "Stopping" and jobs.calls["StopTrainingJob"] == 1
 
 
+
 def deferral_failures() -> tuple[type[BaseException], ...]:
     """What Airflow raises when a deferred task resumes in ``__fail__`` (3.x: two kinds; 2.11: one)."""
     try:
@@ -220,7 +221,6 @@ def deferral_failures() -> tuple[type[BaseException], ...]:
 
         return (TaskDeferralError,)
     return (TaskDeferralError, TaskDeferralTimeout)
-
 
 @pytest.mark.parametrize("error", ["Trigger timeout", "Trigger failure"])
 def test_airflow_failing_a_deferred_task_stops_its_job(jobs: MotoJobs, error: str) -> None:

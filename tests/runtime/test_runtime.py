@@ -86,7 +86,10 @@ ELEVEN = [f"algo-{i}" for i in range(1, 12)]
 
 LAYOUTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # heterogeneous, crossed numbering, distribution on the training group (as seen by each host)
-    **{f"hetero-dist-dnn-{h}": (hetero_rc(h, [DATA, DNN]), FIXTURE_HPS) for h in ("algo-1", "algo-2", "algo-3")},
+    **{
+        f"hetero-dist-dnn-{h}": (hetero_rc(h, [DATA, DNN]), FIXTURE_HPS)
+        for h in ("algo-1", "algo-2", "algo-3")
+    },
     # heterogeneous, no distribution: master is the job's first host
     "hetero-no-distribution": (hetero_rc("algo-3", [DATA, DNN]), sdk(epochs=3, sagemaker_program="t.py")),
     # distribution flag without instance groups: each group is its own distribution group
@@ -273,8 +276,12 @@ def test_missing_hyperparameters_file_means_no_hyperparameters(tmp_path: Path) -
 
 def test_bare_string_distribution_group_is_one_group(tmp_path: Path) -> None:
     """Deliberate difference: the toolkit would match group names as substrings of the string."""
-    rc = hetero_rc("algo-1", [group("dnn", "ml.g5.xlarge", ["algo-1"]), group("dnn_group", "ml.g5.xlarge", ["algo-2"])])
-    env = RuntimeEnvironment.load(write_layout(tmp_path, rc, {"sagemaker_distribution_instance_groups": "dnn_group"}))
+    rc = hetero_rc(
+        "algo-1", [group("dnn", "ml.g5.xlarge", ["algo-1"]), group("dnn_group", "ml.g5.xlarge", ["algo-2"])]
+    )
+    env = RuntimeEnvironment.load(
+        write_layout(tmp_path, rc, {"sagemaker_distribution_instance_groups": "dnn_group"})
+    )
     assert env.distribution_instance_groups == ("dnn_group",)
     assert env.distribution_hosts == ("algo-2",)
 
@@ -295,7 +302,9 @@ def test_group_hosts_unknown_group_names_the_known_ones(tmp_path: Path) -> None:
         env.group_hosts("dnn_grp")
 
 
-def test_environment_honours_sagemaker_base_dir_and_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_honours_sagemaker_base_dir_and_caches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     base = write_layout(tmp_path / "host", hetero_rc("algo-3", [DATA, DNN]), {})
     monkeypatch.setenv("SAGEMAKER_BASE_DIR", str(base))
     first = runtime.environment()
@@ -306,7 +315,9 @@ def test_environment_honours_sagemaker_base_dir_and_caches(tmp_path: Path, monke
     assert runtime.environment(base).current_host == "algo-2"
 
 
-def test_missing_resourceconfig_names_path_and_where_it_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_resourceconfig_names_path_and_where_it_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SAGEMAKER_BASE_DIR", str(tmp_path))
     with pytest.raises(RuntimeConfigError) as err:
         RuntimeEnvironment.load()

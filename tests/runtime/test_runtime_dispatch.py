@@ -44,7 +44,9 @@ def host_env(base: Path, host: str, hps: dict[str, Any] | None = None) -> Runtim
         "instance_groups": GROUPS,
     }
     (config / "resourceconfig.json").write_text(json.dumps(rc))
-    (config / "hyperparameters.json").write_text(json.dumps({k: json.dumps(v) for k, v in (hps or {}).items()}))
+    (config / "hyperparameters.json").write_text(
+        json.dumps({k: json.dumps(v) for k, v in (hps or {}).items()})
+    )
     return RuntimeEnvironment.load(base)
 
 
@@ -126,11 +128,16 @@ def test_parse_marker_rejects_junk_and_near_misses(line: str) -> None:
     assert parse_marker(line) is None
 
 
-def test_log_marker_prints_once(tmp_path: Path, fresh_marker: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_log_marker_prints_once(
+    tmp_path: Path, fresh_marker: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     env = host_env(tmp_path, "algo-3")
     assert runtime.log_marker(env) == env.marker()
     runtime.log_marker(env)
-    assert capsys.readouterr().out == "[airflow-hetero] host=algo-3 group=data_group instance_type=ml.c5.18xlarge\n"
+    assert (
+        capsys.readouterr().out
+        == "[airflow-hetero] host=algo-3 group=data_group instance_type=ml.c5.18xlarge\n"
+    )
 
 
 def test_log_marker_is_flushed_before_a_hard_exit(tmp_path: Path) -> None:
@@ -315,7 +322,9 @@ def test_import_pulls_in_no_airflow_boto_or_pydantic() -> None:
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'airflow', 'boto3', 'botocore', 'pydantic', 'aiobotocore', 'yaml', 'sagemaker_training'})))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert json.loads(proc.stdout) == []
 
 

@@ -184,7 +184,9 @@ def run_case(path: Path) -> dict[str, Any]:
             s3.create_bucket(Bucket=bucket, CreateBucketConfiguration=location)
         sm_client = mock.MagicMock(name="sagemaker_client")
         sm_client.create_training_job.return_value = {"TrainingJobArn": "arn:fake"}
-        session = sagemaker.Session(boto_session=boto_session, sagemaker_client=sm_client, sagemaker_config=SDK_CONFIG)
+        session = sagemaker.Session(
+            boto_session=boto_session, sagemaker_client=sm_client, sagemaker_config=SDK_CONFIG
+        )
         err_path = HERE / f"{path.stem}.error.json"
         try:
             estimator = build_estimator(case["job"], session)
