@@ -175,3 +175,22 @@ def test_torchrun_launches_on_the_group_and_plain_python_elsewhere(tmp_path: Pat
     assert done.returncode == 0 and "plain python" not in done.stdout and not recorded.exists()
     done, _ = _cli(tmp_path, "algo-2", "torchrun", "--group", "dnn")
     assert done.returncode == 2 and "torchrun needs a script" in done.stderr
+
+
+def test_python_dash_m_runs_the_same_command(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        runtime.BASE_DIR_ENV: str(layout(tmp_path, "algo-3")),
+        runtime.HOST_ADDRESSES_ENV: json.dumps(ADDRESSES),
+        "PYTHONPATH": str(Path(runtime.__file__).parents[1]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow_hetero.runtime", "torchrun-args", "--group", "dnn"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.split()[:2] == ["--nnodes=2", "--node_rank=0"]
