@@ -323,11 +323,8 @@ def parse_group_map(key: str, value: str) -> dict[str, dict[str, Any]] | None:
 
     Returns None for anything that is not the expected shape (a line cut short, another format).
     """
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
+    data = _json_object(value)
+    if data is None:
         return None
     items: Iterable[Any]
     items = data.get("instance_groups") or () if key == "SM_RESOURCE_CONFIG" else data.values()
@@ -351,15 +348,19 @@ def parse_resource_config_line(line: str) -> tuple[str, str, dict[str, dict[str,
     None unless the line is a JSON object naming ``current_host`` and ``current_group_name``.
     """
     text = line.strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
+    data = _json_object(text) if text.startswith("{") else None
+    if data is None:
         return None
     host, group = data.get("current_host"), data.get("current_group_name")
     if not isinstance(host, str) or not host or not isinstance(group, str) or not group:
         return None
     return host, group, parse_group_map("SM_RESOURCE_CONFIG", text)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed as a JSON object; None when it is not one."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
