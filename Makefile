@@ -13,6 +13,9 @@ AF2_CONSTRAINTS := .ci/constraints-airflow-2.11.txt
 # the SageMaker Python SDK v2 in a venv of its own (its dependencies clash with Airflow's)
 SDK_VENV  := .venv-sdk
 SDK_STAMP := $(SDK_VENV)/.installed-stamp
+# the SageMaker Python SDK v3 (sagemaker-train, sagemaker-core) and torch, in a venv of their own
+SDK3_VENV  := .venv-sdk3
+SDK3_STAMP := $(SDK3_VENV)/.installed-stamp
 
 .PHONY: test demo lint typecheck docs pytest pytest-af2 af2-constraints bench clean
 
@@ -33,6 +36,11 @@ $(SDK_STAMP): tests/support/sdk-requirements.txt
 	$(SDK_VENV)/bin/python -m pip install -q -r tests/support/sdk-requirements.txt
 	touch $(SDK_STAMP)
 
+$(SDK3_STAMP): tests/support/sdk3-requirements.txt
+	test -x $(SDK3_VENV)/bin/python || $(PYTHON) -m venv $(SDK3_VENV)
+	$(SDK3_VENV)/bin/python -m pip install -q -r tests/support/sdk3-requirements.txt
+	touch $(SDK3_STAMP)
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
@@ -43,7 +51,7 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
-pytest: $(STAMP) $(SDK_STAMP)
+pytest: $(STAMP) $(SDK_STAMP) $(SDK3_STAMP)
 	$(BIN)/pytest -q
 
 pytest-af2: $(AF2_STAMP)
@@ -68,4 +76,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) $(SDK3_VENV) .mypy_cache .ruff_cache .pytest_cache
