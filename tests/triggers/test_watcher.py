@@ -164,9 +164,9 @@ async def test_many_triggers_share_one_client_and_list_instead_of_describing(
 
 
 def test_the_fake_refuses_what_sagemaker_refuses() -> None:
-    with pytest.raises(ClientError, match=r"at 'sortBy' failed to satisfy constraint: .*\[Name, CreationTime, Status\]"):
+    with pytest.raises(ClientError, match=r"at 'sortBy' failed .* enum value set: \[Name, CreationTime, Status\]"):
         check_request("ListTrainingJobs", {"SortBy": "LastModifiedTime", "MaxResults": 100})
-    with pytest.raises(ClientError, match="at 'maxResults' failed .* less than or equal to 100"):
+    with pytest.raises(ClientError, match=r"at 'maxResults' failed .* less than or equal to 100"):
         check_request("ListTrainingJobs", {"MaxResults": 500})
     with pytest.raises(ParamValidationError, match="Unknown parameter in input: \"Sort\""):
         check_request("ListTrainingJobs", {"Sort": "CreationTime"})
