@@ -168,7 +168,7 @@ def test_the_fake_refuses_what_sagemaker_refuses() -> None:
         check_request("ListTrainingJobs", {"SortBy": "LastModifiedTime", "MaxResults": 100})
     with pytest.raises(ClientError, match=r"at 'maxResults' failed .* less than or equal to 100"):
         check_request("ListTrainingJobs", {"MaxResults": 500})
-    with pytest.raises(ParamValidationError, match="Unknown parameter in input: \"Sort\""):
+    with pytest.raises(ParamValidationError, match='Unknown parameter in input: "Sort"'):
         check_request("ListTrainingJobs", {"Sort": "CreationTime"})
     with pytest.raises(ParamValidationError, match="LastModifiedTimeAfter"):
         check_request("ListTrainingJobs", {"LastModifiedTimeAfter": "yesterday"})
