@@ -42,7 +42,7 @@ WatchKey = tuple[str | None, str | None, str, str]
 #: difference between this machine's clock and SageMaker's.
 LIST_OVERLAP = timedelta(seconds=60)
 #: Pages of one listing (100 summaries each); a busier account's remaining changes are described.
-LIST_MAX_PAGES = 10
+LIST_MAX_PAGES = 20
 #: DescribeTrainingJob calls in flight at once per watcher.
 DESCRIBE_CONCURRENCY = 16
 #: A job not described for this many intervals is described even without a listed change.
