@@ -1,7 +1,11 @@
 """Deferred jobs on one triggerer: N triggers in one event loop, ours against the Amazon provider's.
 
 A stand-in SageMaker endpoint (its own process: JSON 1.1, DescribeTrainingJob and ListTrainingJobs
-with ``LastModifiedTimeAfter`` and paging) holds N running jobs. Each variant runs in a fresh
+with the time filters, ``SortBy``/``SortOrder`` and paging) holds N running jobs. It refuses what
+SageMaker refuses: every request is checked against botocore's service model by the offline
+endpoint's validator (:mod:`airflow_hetero.local.api.constraints`: enums, bounds, lengths, patterns;
+the client in front checked types and required members), and answers SageMaker's
+``ValidationException``; the refusals are counted and printed. Each variant runs in a fresh
 process, as a triggerer does: N triggers started in one asyncio loop the way Airflow 3's
 ``TriggerRunner.create_triggers`` starts them (yielding to the loop before and after building
 each), then watched for a steady window. Measured per variant, in the same run:
@@ -73,9 +77,8 @@ def serve(port_file: str, jobs: int) -> None:
         }
         for i in range(jobs)
     }
-    order = sorted(table.values(), key=lambda j: j["LastModifiedTime"], reverse=True)
     lock = threading.Lock()
-    stats: dict[str, Any] = {"calls": {}, "first_seen": {}}
+    stats: dict[str, Any] = {"calls": {}, "first_seen": {}, "refused": {}}
 
     def seen(name: str) -> None:
         stats["first_seen"].setdefault(name, time.time())
@@ -103,24 +106,19 @@ def serve(port_file: str, jobs: int) -> None:
             action = (self.headers.get("X-Amz-Target") or "").rsplit(".", 1)[-1]
             with lock:
                 stats["calls"][action] = stats["calls"].get(action, 0) + 1
-                if action == "DescribeTrainingJob":
+                refusal = refuse(action, body)
+                if refusal is not None:
+                    stats["refused"][action] = stats["refused"].get(action, 0) + 1
+                    self._answer(400, refusal)
+                elif action == "DescribeTrainingJob":
                     job = table.get(body.get("TrainingJobName", ""))
                     if job is None:
                         self._answer(400, {"__type": "ValidationException", "message": "Requested resource not found"})
                         return
                     seen(job["TrainingJobName"])
                     self._answer(200, job)
-                elif action == "ListTrainingJobs":
-                    after = float(body.get("LastModifiedTimeAfter") or 0)
-                    items = [j for j in order if j["LastModifiedTime"] > after]
-                    offset = int(body.get("NextToken") or 0)
-                    page = items[offset : offset + int(body.get("MaxResults") or 10)]
-                    answer: dict[str, Any] = {"TrainingJobSummaries": page}
-                    if offset + len(page) < len(items):
-                        answer["NextToken"] = str(offset + len(page))
-                    self._answer(200, answer)
                 else:
-                    self._answer(400, {"__type": "ValidationException", "message": f"{action} not served"})
+                    self._answer(200, list_jobs(table, body))
 
     class Server(ThreadingHTTPServer):
         daemon_threads = True
@@ -130,6 +128,51 @@ def serve(port_file: str, jobs: int) -> None:
     with open(port_file, "w", encoding="utf-8") as f:
         f.write(str(server.server_address[1]))
     server.serve_forever()
+
+
+def refuse(action: str, body: dict[str, Any]) -> dict[str, str] | None:
+    """SageMaker's error answer to a request it would refuse (and to actions not served), else None."""
+    from airflow_hetero.local.api.constraints import constraint_error, constraint_problems
+
+    if action not in ("DescribeTrainingJob", "ListTrainingJobs"):
+        return {"__type": "UnknownOperationException", "message": f"{action} is not served by the stand-in"}
+    problems = constraint_problems(action, body)
+    return {"__type": "ValidationException", "message": constraint_error(problems).message} if problems else None
+
+
+#: ListTrainingJobs' SortBy values and the summary field each sorts by.
+SORT_FIELDS = {"Name": "TrainingJobName", "CreationTime": "CreationTime", "Status": "TrainingJobStatus"}
+SUMMARY_FIELDS = (
+    "TrainingJobName",
+    "TrainingJobArn",
+    "CreationTime",
+    "LastModifiedTime",
+    "TrainingJobStatus",
+    "SecondaryStatus",
+)
+
+
+def list_jobs(table: dict[str, dict[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
+    """ListTrainingJobs over ``table``: time filters, sort, MaxResults (default 10) and NextToken."""
+    items = list(table.values())
+    for param, key, sign in (
+        ("CreationTimeAfter", "CreationTime", 1),
+        ("CreationTimeBefore", "CreationTime", -1),
+        ("LastModifiedTimeAfter", "LastModifiedTime", 1),
+        ("LastModifiedTimeBefore", "LastModifiedTime", -1),
+    ):
+        if body.get(param) is not None:
+            items = [j for j in items if (j[key] - float(body[param])) * sign > 0]
+    items.sort(
+        key=lambda j: (j[SORT_FIELDS[body.get("SortBy", "CreationTime")]], j["TrainingJobName"]),
+        reverse=body.get("SortOrder", "Descending") == "Descending",
+    )
+    offset = int(body.get("NextToken") or 0)
+    page = items[offset : offset + int(body.get("MaxResults") or 10)]
+    answer: dict[str, Any] = {"TrainingJobSummaries": [{k: j[k] for k in SUMMARY_FIELDS} for j in page]}
+    if offset + len(page) < len(items):
+        answer["NextToken"] = str(offset + len(page))
+    return answer
 
 
 # -- one triggerer ---------------------------------------------------------------------------------
@@ -341,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         result["checked"] = len(seen)  # jobs described at least once in the whole run
         result["describe"] = stats["calls"].get("DescribeTrainingJob", 0)
         result["list"] = stats["calls"].get("ListTrainingJobs", 0)
+        result["refused"] = sum(stats["refused"].values())
         results[variant] = result
 
     print(f"Triggerer: {args.jobs} deferred jobs in one event loop, poll interval {args.interval:g}s")
@@ -362,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         ("peak RSS (MB)", "peak_rss_mb", "{:.0f}"),
         ("DescribeTrainingJob calls", "describe", "{:.0f}"),
         ("ListTrainingJobs calls", "list", "{:.0f}"),
+        ("requests refused (invalid for SageMaker)", "refused", "{:.0f}"),
     ]
     compared = "ours" in variants and "provider" in variants
     print(f"{'':40}" + "".join(f"{VARIANTS[v]:>16}" for v in variants) + ("  x provider" if compared else ""))

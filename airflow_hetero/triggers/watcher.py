@@ -7,8 +7,10 @@ shared by every trigger of the same loop, connection, region, ``verify`` and bot
 
 * one async client for all of them;
 * one DescribeTrainingJob when a job is first watched (its limits and deadline come from it);
-* then, once per interval, one ListTrainingJobs call (``LastModifiedTimeAfter``, paged) for all
-  jobs together, and a DescribeTrainingJob only for the jobs whose summary changed;
+* then, once per interval, one ListTrainingJobs call (``LastModifiedTimeAfter``, sorted by
+  ``CreationTime`` as the API allows, paged up to ``LIST_MAX_PAGES``) for all jobs together, and a
+  DescribeTrainingJob only for the jobs whose summary changed (a list cut short at the page limit
+  says nothing of the jobs it did not reach: they are described);
 * a DescribeTrainingJob anyway for a job not described for ``refresh_intervals`` intervals (a
   safety net for the list's eventual consistency);
 * if listing is not allowed (an IAM policy that grants only DescribeTrainingJob, say), or fails
@@ -36,8 +38,11 @@ log = logging.getLogger(__name__)
 
 WatchKey = tuple[str | None, str | None, str, str]
 
-#: ListTrainingJobs looks back this far before the newest change seen, for the list's lag.
+#: ListTrainingJobs looks back this far before the newest change seen: the list's lag, and the
+#: difference between this machine's clock and SageMaker's.
 LIST_OVERLAP = timedelta(seconds=60)
+#: Pages of one listing (100 summaries each); a busier account's remaining changes are described.
+LIST_MAX_PAGES = 20
 #: DescribeTrainingJob calls in flight at once per watcher.
 DESCRIBE_CONCURRENCY = 16
 #: A job not described for this many intervals is described even without a listed change.
@@ -68,6 +73,21 @@ class _Job:
     @property
     def interval(self) -> float:
         return min(s.interval for s in self.subscribers)
+
+
+@dataclass
+class _Listing:
+    """One listing's findings: the watched jobs it showed, which of them changed, whether it ended."""
+
+    seen: set[str] = field(default_factory=set)
+    changed: set[str] = field(default_factory=set)
+    complete: bool = False
+
+    def tells(self, name: str) -> bool:
+        """True when the listing shows job ``name`` unchanged (absent from a complete list: no change)."""
+        if name in self.changed:
+            return False
+        return self.complete or name in self.seen
 
 
 def watch_key(aws_conn_id: str | None, region_name: str | None, verify: Any, botocore_config: Any) -> WatchKey:
@@ -168,12 +188,12 @@ class JobWatcher:
         fresh = [job for job in due if job.described_at is None]
         known = [job for job in due if job.described_at is not None]
         listable = known and self._listing and self._newest_change is not None
-        changed: set[str] | None = await self._list_changes(client) if listable else None
+        listed = await self._list_changes(client) if listable else None
         to_describe = list(fresh)
         for job in known:
             assert job.described_at is not None
             stale = now - job.described_at >= REFRESH_INTERVALS * job.interval
-            if changed is None or job.name in changed or stale:
+            if listed is None or not listed.tells(job.name) or stale:
                 to_describe.append(job)
             else:
                 job.checked_at = now
@@ -181,23 +201,24 @@ class JobWatcher:
             limit = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
             await asyncio.gather(*(self._describe(client, job, now, limit) for job in to_describe))
 
-    async def _list_changes(self, client: Any) -> set[str] | None:
-        """Names of watched jobs whose summary changed; None when the list could not tell."""
+    async def _list_changes(self, client: Any) -> _Listing | None:
+        """What one listing tells of the watched jobs; None when it could not tell anything."""
         assert self._newest_change is not None  # never list the whole account
-        # changes since the newest one seen, or since the previous list (by this clock) when that
-        # is later; the overlap covers the list's lag and small clock differences
+        # changes since the newest one seen, or since the previous complete list (by this clock)
+        # when that is later; the overlap covers the list's lag and the two clocks' difference
         since = max(self._newest_change, self._listed_at) if self._listed_at else self._newest_change
         started = datetime.now(UTC)
+        # SortBy is Name | CreationTime | Status (not LastModifiedTime): the filter does the work
         kwargs: dict[str, Any] = {
             "MaxResults": 100,
-            "SortBy": "LastModifiedTime",
+            "SortBy": "CreationTime",
             "SortOrder": "Descending",
             "LastModifiedTimeAfter": since - LIST_OVERLAP,
         }
-        changed: set[str] = set()
+        listing = _Listing()
         newest = self._newest_change
         try:
-            while True:
+            for _ in range(LIST_MAX_PAGES):
                 self.calls["ListTrainingJobs"] += 1
                 page = await acall_with_retry(
                     client.list_training_jobs, policy=self._list_retry, what="ListTrainingJobs", **kwargs
@@ -207,10 +228,13 @@ class JobWatcher:
                     if isinstance(modified, datetime) and (newest is None or modified > newest):
                         newest = modified
                     job = self._jobs.get(item.get("TrainingJobName", ""))
-                    if job is not None and _summary(item) != job.summary:
-                        changed.add(job.name)
+                    if job is not None:
+                        listing.seen.add(job.name)
+                        if _summary(item) != job.summary:
+                            listing.changed.add(job.name)
                 token = page.get("NextToken")
                 if not token or token == kwargs.get("NextToken"):
+                    listing.complete = True
                     break
                 kwargs["NextToken"] = token
         except Exception as exc:
@@ -222,9 +246,11 @@ class JobWatcher:
                     "ListTrainingJobs is not available (%s); watching each job with DescribeTrainingJob", exc
                 )
             return None
-        self._newest_change = newest
-        self._listed_at = started
-        return changed
+        if listing.complete:  # a list cut short is asked again from the same point next time
+            self._newest_change, self._listed_at = newest, started
+        else:
+            log.info("ListTrainingJobs: over %d pages of changes; describing the jobs not reached", LIST_MAX_PAGES)
+        return listing
 
     async def _describe(self, client: Any, job: _Job, now: float, limit: asyncio.Semaphore) -> None:
         async with limit:

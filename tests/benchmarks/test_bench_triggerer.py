@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks import triggerer
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -31,6 +33,7 @@ def test_both_variants_check_every_job_and_report_ratios() -> None:
     provider, ours = (float(n) for n in rows["DescribeTrainingJob calls"][:2])
     assert 5 <= ours <= 10  # one Describe per job, then listing (and a refresh every 10 intervals)
     assert float(rows["ListTrainingJobs calls"][1]) >= 1
+    assert rows["requests refused (invalid for SageMaker)"][:2] == ["0", "0"], out
     assert provider >= 5 * 10  # the provider: one per job per poll, ~15 s at 1 s intervals
     assert rows["every job checked once after (s)"][1] != "nan", out
     assert float(rows["full collection, Airflow alone (ms)"][1]) > 0
@@ -42,3 +45,43 @@ def test_the_frozen_gc_variant_runs_with_airflow_local_settings() -> None:
     columns, rows, out = bench("--jobs", "3", "--interval", "1", "--window", "1", "--only", "ours-frozen")
     assert columns == ["+", "gc.freeze()"], out
     assert rows["jobs checked at least once"] == ["3"], out
+
+
+def test_the_stand_in_refuses_what_sagemaker_refuses() -> None:
+    refusal = triggerer.refuse("ListTrainingJobs", {"SortBy": "LastModifiedTime", "MaxResults": 100})
+    assert refusal is not None and refusal["__type"] == "ValidationException"
+    assert refusal["message"] == (
+        "1 validation error detected: Value 'LastModifiedTime' at 'sortBy' failed to satisfy constraint: "
+        "Member must satisfy enum value set: [Name, CreationTime, Status]"
+    )
+    too_many = triggerer.refuse("ListTrainingJobs", {"MaxResults": 1000})
+    assert too_many is not None and "at 'maxResults'" in too_many["message"]
+    nameless = triggerer.refuse("DescribeTrainingJob", {})
+    assert nameless is not None and "Value null at 'trainingJobName'" in nameless["message"]
+    unserved = triggerer.refuse("StopTrainingJob", {"TrainingJobName": "bench-1"})
+    assert unserved is not None and unserved["__type"] == "UnknownOperationException"
+    assert triggerer.refuse("ListTrainingJobs", {"SortBy": "CreationTime", "LastModifiedTimeAfter": 1.0}) is None
+
+
+def test_the_stand_in_lists_with_the_filters_sort_and_pages_sagemaker_has() -> None:
+    table = {
+        name: {
+            "TrainingJobName": name,
+            "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}",
+            "CreationTime": created,
+            "LastModifiedTime": modified,
+            "TrainingJobStatus": "InProgress",
+            "SecondaryStatus": "Training",
+            "ResourceConfig": {},
+        }
+        for name, created, modified in (("a", 1.0, 50.0), ("b", 2.0, 10.0), ("c", 3.0, 40.0))
+    }
+    body = {"SortBy": "CreationTime", "SortOrder": "Descending", "LastModifiedTimeAfter": 20.0, "MaxResults": 1}
+    first = triggerer.list_jobs(table, body)
+    assert [j["TrainingJobName"] for j in first["TrainingJobSummaries"]] == ["c"]
+    assert "ResourceConfig" not in first["TrainingJobSummaries"][0]  # summaries, not descriptions
+    second = triggerer.list_jobs(table, {**body, "NextToken": first["NextToken"]})
+    assert [j["TrainingJobName"] for j in second["TrainingJobSummaries"]] == ["a"]
+    assert "NextToken" not in second
+    by_name = triggerer.list_jobs(table, {"SortBy": "Name", "SortOrder": "Ascending"})
+    assert [j["TrainingJobName"] for j in by_name["TrainingJobSummaries"]] == ["a", "b", "c"]

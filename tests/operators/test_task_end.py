@@ -20,6 +20,8 @@ from unittest.mock import MagicMock
 import boto3
 import pytest
 from support.moto_jobs import MotoJobs, aws_connection_env, hetero_request, mocked_jobs, moto_server, served_jobs
+from support.moto_jobs import create_job as create
+from support.trigger_runs import NO_BOTO_RETRY, first_event, triggers_on
 
 from airflow_hetero._compat import TaskDeferred
 from airflow_hetero.definition import naming
@@ -31,7 +33,7 @@ from airflow_hetero.triggers import HeteroTrainingTrigger
 from airflow_hetero.triggers import training as trigger_module
 
 CONN_ID = "moto_task_end"
-NO_BOTO_RETRY = {"retries": {"total_max_attempts": 1}}
+trigger = triggers_on(CONN_ID)
 JOB: dict[str, Any] = {
     "role": "arn:aws:iam::123456789012:role/SageMakerRole",
     "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/hetero-train:latest",
@@ -59,27 +61,6 @@ def served(server_url: str, monkeypatch: pytest.MonkeyPatch) -> MotoJobs:
 def jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
     with mocked_jobs(monkeypatch) as jobs:
         yield jobs
-
-
-def create(server_url: str, name: str) -> None:
-    boto3.client("sagemaker", region_name="us-east-1", endpoint_url=server_url).create_training_job(
-        **hetero_request(name)
-    )
-
-
-def trigger(name: str, **kwargs: Any) -> HeteroTrainingTrigger:
-    kwargs.setdefault("poll_interval", 0.01)
-    kwargs.setdefault("botocore_config", NO_BOTO_RETRY)
-    return HeteroTrainingTrigger(name, aws_conn_id=CONN_ID, **kwargs)
-
-
-async def first_event(t: HeteroTrainingTrigger, timeout: float = 30) -> dict[str, Any]:
-    async def take() -> dict[str, Any]:
-        async for event in t.run():
-            return dict(event.payload)
-        raise AssertionError("trigger ended without an event")
-
-    return await asyncio.wait_for(take(), timeout)
 
 
 def context(map_index: int = -1) -> dict[str, Any]:

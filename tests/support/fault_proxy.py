@@ -9,7 +9,7 @@ queues faults per action; the next request of that action gets the first queued 
 * ``"timeout_after"``: forward, then hold the answer longer than the client's read timeout.
 
 ``sent[action]`` counts requests that arrived at the proxy, ``forwarded[action]`` those the
-service received.
+service received; ``log`` lists (epoch seconds, action) of each forwarded request, in order.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class FaultProxy:
         self.faults: dict[str, deque[str]] = {}
         self.sent: Counter[str] = Counter()
         self.forwarded: Counter[str] = Counter()
+        self.log: list[tuple[float, str]] = []
         self._lock = threading.Lock()
         proxy = self
 
@@ -85,6 +86,7 @@ class FaultProxy:
         payload = answer.read()
         with self._lock:
             self.forwarded[action] += 1
+            self.log.append((time.time(), action))
         if fault == "reset_after":
             request.close_connection = True
             request.connection.close()

@@ -1,7 +1,8 @@
 """Make moto's SageMaker training jobs behave like real ones for status tests.
 
 moto marks a job Completed the moment it is created and has no StopTrainingJob (DESIGN.md section
-6). ``MotoJobs`` (used as a fixture) makes new jobs start InProgress/Starting, adds
+6). ``MotoJobs`` (used as a fixture) refuses every SageMaker request that SageMaker would refuse
+(botocore's model: :mod:`support.service_model`), makes new jobs start InProgress/Starting, adds
 StopTrainingJob (InProgress -> Stopping), lets a test move a job to any status, and counts the
 CreateTrainingJob / DescribeTrainingJob / StopTrainingJob calls that reached moto, and refuses a
 CreateTrainingJob the service would refuse (:func:`service_refusal`).
@@ -27,6 +28,7 @@ from moto.sagemaker.models import FakeTrainingJob, SageMakerModelBackend, sagema
 from moto.sagemaker.responses import SageMakerResponse
 
 from airflow_hetero._retry import RetryPolicy
+from support.service_model import service_refusal
 
 ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/SageMakerRole"
@@ -69,6 +71,14 @@ def hetero_request(name: str, **overrides: Any) -> dict[str, Any]:
     }
     request.update(overrides)
     return request
+
+
+def create_job(server_url: str, name: str, **overrides: Any) -> None:
+    """Create the :func:`hetero_request` job ``name`` (with ``overrides``) on the moto server at ``server_url``."""
+    import boto3
+
+    client = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=server_url)
+    client.create_training_job(**hetero_request(name, **overrides))
 
 
 def throttling() -> JsonRESTError:
@@ -126,6 +136,8 @@ class MotoJobs:
         self.scripts: dict[str, list[Callable[[], None]]] = {}
         #: Steps scripted for every job created without a script of its own (names unknown ahead).
         self.every_job: list[dict[str, Any] | Exception] = []
+        #: The ValidationException messages of the requests refused by botocore's model.
+        self.refused: list[str] = []
         #: A test whose job never finishes fails here instead of waiting forever.
         self.max_describes = 300
 
@@ -226,6 +238,18 @@ class MotoJobs:
             jobs.set(name, "Stopping", "Stopping", "Stopping the training job")
             return "{}"
 
+        original_call_action = SageMakerResponse.call_action
+
+        def call_action(self: SageMakerResponse) -> Any:
+            # moto checks a few members by hand; SageMaker checks every one against its model
+            refusal = service_refusal(self._get_action(), json.loads(self.body or b"{}"))
+            if refusal is not None:
+                jobs.refused.append(refusal)
+                body = json.dumps({"__type": "ValidationException", "message": refusal})
+                return 400, {"Content-Type": "application/x-amz-json-1.1"}, body
+            return original_call_action(self)
+
+        monkeypatch.setattr(SageMakerResponse, "call_action", call_action)
         monkeypatch.setattr(FakeTrainingJob, "__init__", init)
         monkeypatch.setattr(SageMakerModelBackend, "create_training_job", create)
         monkeypatch.setattr(SageMakerModelBackend, "describe_training_job", describe)

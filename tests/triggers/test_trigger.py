@@ -6,31 +6,22 @@ Airflow connection whose extra carries the server's ``endpoint_url``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
-from support.moto_jobs import (
-    MotoJobs,
-    aws_connection_env,
-    hetero_request,
-    moto_server,
-    served_jobs,
-    server_error,
-    throttling,
-)
+from support.moto_jobs import MotoJobs, aws_connection_env, moto_server, served_jobs, server_error, throttling
+from support.moto_jobs import create_job as create
+from support.trigger_runs import NO_BOTO_RETRY, first_event, triggers_on
 
 from airflow_hetero.job.waiting import WAIT_MARGIN_SECONDS
 from airflow_hetero.triggers import HeteroTrainingTrigger
 
 CONN_ID = "moto_trigger"
-#: No botocore-level retries: the trigger's own retry logic is what is being tested.
-NO_BOTO_RETRY = {"retries": {"total_max_attempts": 1}}
+trigger = triggers_on(CONN_ID)
 
 
 @pytest.fixture(scope="module")
@@ -42,26 +33,6 @@ def server_url() -> Iterator[str]:
 @pytest.fixture
 def jobs(server_url: str, monkeypatch: pytest.MonkeyPatch) -> MotoJobs:
     return served_jobs(CONN_ID, server_url, monkeypatch)
-
-
-def create(server_url: str, name: str, **overrides: Any) -> None:
-    client = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=server_url)
-    client.create_training_job(**hetero_request(name, **overrides))
-
-
-def trigger(name: str, **kwargs: Any) -> HeteroTrainingTrigger:
-    kwargs.setdefault("poll_interval", 0.01)
-    kwargs.setdefault("botocore_config", NO_BOTO_RETRY)
-    return HeteroTrainingTrigger(name, aws_conn_id=CONN_ID, **kwargs)
-
-
-async def first_event(t: HeteroTrainingTrigger, timeout: float = 30) -> dict[str, Any]:
-    async def take() -> dict[str, Any]:
-        async for event in t.run():
-            return dict(event.payload)
-        raise AssertionError("trigger ended without an event")
-
-    return await asyncio.wait_for(take(), timeout)
 
 
 def test_serialize_round_trip() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -11,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
+from support.service_model import check_request
 
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.triggers import HeteroTrainingTrigger
@@ -30,6 +32,7 @@ class FakeSageMaker:
     def __init__(self) -> None:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.calls: Counter[str] = Counter()
+        self.described: Counter[str] = Counter()  # DescribeTrainingJob calls per job
         self.clients_opened = 0
         self.list_error: Exception | None = None
         self.clock = datetime.now(UTC)
@@ -52,26 +55,30 @@ class FakeSageMaker:
     def move(self, name: str, status: str, secondary: str) -> None:
         self.jobs[name].update(TrainingJobStatus=status, SecondaryStatus=secondary, LastModifiedTime=self.tick())
 
-    async def describe_training_job(self, TrainingJobName: str) -> dict[str, Any]:
+    async def describe_training_job(self, **kwargs: Any) -> dict[str, Any]:
         self.calls["DescribeTrainingJob"] += 1
+        check_request("DescribeTrainingJob", kwargs)
+        self.described[kwargs["TrainingJobName"]] += 1
         await asyncio.sleep(0)
-        if TrainingJobName not in self.jobs:
+        if kwargs["TrainingJobName"] not in self.jobs:
             raise client_error("ValidationException")
-        return dict(self.jobs[TrainingJobName])
+        return dict(self.jobs[kwargs["TrainingJobName"]])
 
     async def list_training_jobs(self, **kwargs: Any) -> dict[str, Any]:
         self.calls["ListTrainingJobs"] += 1
+        check_request("ListTrainingJobs", kwargs)  # SortBy="LastModifiedTime" is refused, as SageMaker does
         await asyncio.sleep(0)
         if self.list_error is not None:
             raise self.list_error
-        after = kwargs["LastModifiedTimeAfter"]
+        after = kwargs.get("LastModifiedTimeAfter", datetime.min.replace(tzinfo=UTC))
+        by = {"Name": "TrainingJobName", "CreationTime": "CreationTime", "Status": "TrainingJobStatus"}
         items = sorted(
             (j for j in self.jobs.values() if j["LastModifiedTime"] > after),
-            key=lambda j: j["LastModifiedTime"],
-            reverse=True,
+            key=lambda j: j[by[kwargs.get("SortBy", "CreationTime")]],
+            reverse=kwargs.get("SortOrder", "Descending") == "Descending",
         )
         start = int(kwargs.get("NextToken") or 0)
-        page = items[start : start + kwargs["MaxResults"]]
+        page = items[start : start + kwargs.get("MaxResults", 10)]
         answer: dict[str, Any] = {
             "TrainingJobSummaries": [
                 {k: j[k] for k in ("TrainingJobName", "TrainingJobStatus", "SecondaryStatus", "LastModifiedTime")}
@@ -129,7 +136,10 @@ def triggers(names: list[str], **kwargs: Any) -> list[HeteroTrainingTrigger]:
     return [HeteroTrainingTrigger(name, **kwargs) for name in names]
 
 
-async def test_many_triggers_share_one_client_and_list_instead_of_describing(service: FakeSageMaker) -> None:
+async def test_many_triggers_share_one_client_and_list_instead_of_describing(
+    service: FakeSageMaker, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="airflow_hetero.triggers.watcher")
     names = [f"job-{i}" for i in range(250)]  # more than two pages of ListTrainingJobs
     for name in names:
         service.add(name)
@@ -150,6 +160,45 @@ async def test_many_triggers_share_one_client_and_list_instead_of_describing(ser
     assert service.calls["DescribeTrainingJob"] == 2 * len(names) + 3
     await asyncio.sleep(0.05)
     assert not _by_loop.get(asyncio.get_running_loop())  # the last trigger gone: watcher gone
+    said = [r.getMessage() for r in caplog.records if r.name == "airflow_hetero.triggers.watcher"]
+    assert not said  # every ListTrainingJobs accepted: no fallback, no cut-short list
+
+
+def test_the_fake_refuses_what_sagemaker_refuses() -> None:
+    with pytest.raises(ClientError, match=r"at 'sortBy' failed .* enum value set: \[Name, CreationTime, Status\]"):
+        check_request("ListTrainingJobs", {"SortBy": "LastModifiedTime", "MaxResults": 100})
+    with pytest.raises(ClientError, match=r"at 'maxResults' failed .* less than or equal to 100"):
+        check_request("ListTrainingJobs", {"MaxResults": 500})
+    with pytest.raises(ParamValidationError, match='Unknown parameter in input: "Sort"'):
+        check_request("ListTrainingJobs", {"Sort": "CreationTime"})
+    with pytest.raises(ParamValidationError, match="LastModifiedTimeAfter"):
+        check_request("ListTrainingJobs", {"LastModifiedTimeAfter": "yesterday"})
+    with pytest.raises(ClientError, match="at 'trainingJobName' failed to satisfy constraint"):
+        check_request("DescribeTrainingJob", {"TrainingJobName": "no_underscores"})
+    check_request("ListTrainingJobs", {"SortBy": "CreationTime", "LastModifiedTimeAfter": datetime.now(UTC)})
+
+
+async def test_a_list_cut_short_describes_the_jobs_it_did_not_reach(
+    service: FakeSageMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("airflow_hetero.triggers.watcher.LIST_MAX_PAGES", 1)
+    names = [f"job-{i}" for i in range(250)]  # three pages of changes, one page allowed
+    for name in names:
+        service.add(name)
+    for job in service.jobs.values():
+        job["LastModifiedTime"] = service.clock  # all changed within the list's overlap: all listed
+    waiting = asyncio.ensure_future(wait_all(triggers(names, poll_interval=0.05)))
+    await until(lambda: service.calls["ListTrainingJobs"] >= 4)
+    await until(lambda: service.described["job-0"] >= 4)
+    # newest created first: the page showed jobs 150-249 unchanged; 0-149 are described every interval
+    assert {service.described[n] for n in names[150:]} == {1}
+    assert min(service.described[n] for n in names[:150]) >= 2
+    service.move("job-0", "Completed", "Completed")
+    service.move("job-249", "Completed", "Completed")
+    for name in names[1:249]:
+        service.move(name, "Stopped", "Stopped")
+    events = {e["job_name"]: e["job_status"] for e in await waiting}
+    assert events["job-0"] == events["job-249"] == "Completed"
 
 
 async def test_a_job_unchanged_for_long_is_described_again(

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_hetero.job.resource_config import instance_groups
+from airflow_hetero.local.api.constraints import check_constraints
 from airflow_hetero.local.api.errors import ServiceError, not_found, validation
 from airflow_hetero.local.api.request_rules import validate_create
 from airflow_hetero.local.host.process import EndedProcess, kill_tree, wait_gone
@@ -273,7 +274,12 @@ class TrainingService:
         return {}
 
     def list(self, request: dict[str, Any]) -> dict[str, Any]:
-        """ListTrainingJobs with the name/status/time filters, sorting and NextToken paging."""
+        """ListTrainingJobs with the name/status/time filters, sorting and NextToken paging.
+
+        The request is checked against botocore's model first, as SageMaker does: ``SortBy`` is
+        ``Name | CreationTime | Status``, ``MaxResults`` 1-100, ``StatusEquals`` its enum.
+        """
+        check_constraints("ListTrainingJobs", request)
         records = self.store.records()
         contains = request.get("NameContains")
         if contains:
@@ -290,18 +296,11 @@ class TrainingService:
             if request.get(param) is not None:
                 limit = _epoch(request[param])
                 records = [r for r in records if (r[field] - limit) * sign > 0]
-        sort_by = request.get("SortBy") or "CreationTime"
-        sort_field = {
-            "Name": "TrainingJobName",
-            "CreationTime": "CreationTime",
-            "Status": "TrainingJobStatus",
-        }.get(sort_by)
-        if sort_field is None:
-            raise validation(f"Invalid SortBy: {sort_by}")
+        sort_field = {"Name": "TrainingJobName", "CreationTime": "CreationTime", "Status": "TrainingJobStatus"}[
+            request.get("SortBy") or "CreationTime"
+        ]
         records.sort(key=lambda r: r[sort_field], reverse=(request.get("SortOrder") or "Descending") == "Descending")
         max_results = int(request.get("MaxResults") or 10)
-        if not 1 <= max_results <= 100:
-            raise validation("MaxResults must be between 1 and 100")
         offset = _decode_token(request.get("NextToken"))
         page = records[offset : offset + max_results]
         keys = (
