@@ -244,7 +244,10 @@ class TrainingService:
             self._hosts_running.pop(self.store.key(name), None)
 
     def describe(self, request: dict[str, Any]) -> dict[str, Any]:
-        """DescribeTrainingJob; ValidationException "Requested resource not found." when unknown."""
+        """DescribeTrainingJob; ValidationException "Requested resource not found." when unknown.
+
+        The name is checked against botocore's model first (length, pattern), as SageMaker does."""
+        check_constraints("DescribeTrainingJob", request)
         record = self.store.get(str(request.get("TrainingJobName", "")))
         if record is None:
             raise not_found()
@@ -252,6 +255,7 @@ class TrainingService:
 
     def stop(self, request: dict[str, Any]) -> dict[str, Any]:
         """StopTrainingJob: InProgress -> Stopping; the runner terminates the hosts and ends it Stopped."""
+        check_constraints("StopTrainingJob", request)
         name = str(request.get("TrainingJobName", ""))
         record = self.store.get(name)
         if record is None:

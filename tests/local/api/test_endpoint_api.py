@@ -102,6 +102,18 @@ def test_model_constraints_the_client_does_not_check(sm: Any, source: str) -> No
     assert "Value 'ml.bogus' at 'resourceConfig.instanceGroups.1.member.instanceType'" in message
 
 
+@pytest.mark.parametrize("action", ["describe_training_job", "stop_training_job"])
+def test_describe_and_stop_check_the_name_against_the_model(sm: Any, action: str) -> None:
+    with pytest.raises(ClientError) as err:
+        getattr(sm, action)(TrainingJobName="bad_name")  # "Requested resource not found" before the check
+    error = err.value.response["Error"]
+    assert error["Code"] == "ValidationException"
+    assert error["Message"] == (
+        "1 validation error detected: Value 'bad_name' at 'trainingJobName' failed to satisfy constraint: "
+        "Member must satisfy regular expression pattern: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
+    )
+
+
 def test_duplicate_group_names_and_homogeneous_channel_groups(sm: Any, source: str) -> None:
     body = request(unique("dupgroup"), source, groups=(("a", "ml.m5.large", 1), ("a", "ml.m5.large", 1)))
     assert "unique" in _refused(sm, body)[1]
