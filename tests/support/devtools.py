@@ -9,6 +9,7 @@ screenshot with ``Page.captureScreenshot``: what a person would see, measured.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -57,7 +58,7 @@ class Browser:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=fds,
+            preexec_fn=fds,  # noqa: PLW1509 (only os.dup2 runs there: no lock to deadlock on)
             close_fds=False,
             start_new_session=True,
         )
@@ -76,16 +77,12 @@ class Browser:
     def close(self) -> None:
         """End Chromium and its children (its own process group)."""
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, 9)
-            except ProcessLookupError:
-                pass
             self.proc.wait(timeout=30)
         for fd in (self._to_chrome, self._from_chrome):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         shutil.rmtree(self._profile, ignore_errors=True)
 
     def _read(self, deadline: float) -> dict[str, Any]:

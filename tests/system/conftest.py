@@ -12,10 +12,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ENABLED = bool(os.environ.get("HETERO_SYSTEM_TEST"))
+#: Deferred runs started at once.
+DEFERRED_RUNS = 6
 DAGS = Path(__file__).parent / "dags"
 
 
@@ -29,7 +32,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[object]:
+def stack() -> Iterator[Any]:
     """PostgreSQL, Redis, the offline endpoint and every Airflow component, the DAGs deployed."""
     from support.system_airflow import start_stack
     from support.system_jobs import seed_bucket
@@ -49,3 +52,24 @@ def stack() -> Iterator[object]:
         assert not left, f"processes left running: {[(p.pid, p.name()) for p in left]}"
         if not os.environ.get("HETERO_SYSTEM_KEEP"):
             shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def deferred_runs(stack: Any) -> Iterator[tuple[list[str], int]]:
+    """``DEFERRED_RUNS`` runs of ``system_deferred`` started at once, waited to the end; (run ids, most
+    train tasks deferred at the same time)."""
+    from support.process_group import wait_until
+    from support.system_airflow import DONE, run_path
+
+    runs = [f"deferred-{i}" for i in range(DEFERRED_RUNS)]
+    for run in runs:
+        stack.trigger("system_deferred", run, seconds=20)
+    most = 0
+
+    def all_done() -> bool:
+        nonlocal most
+        most = max(most, stack.states("system_deferred", runs).count("deferred"))
+        return all(stack.rest("GET", run_path("system_deferred", r))["state"] in DONE for r in runs)
+
+    wait_until(f"{DEFERRED_RUNS} deferred runs finished", all_done, 300, 2, detail=stack.logs)
+    yield runs, most

@@ -8,22 +8,12 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import psutil
-import pytest
 from support.process_group import wait_until
-from support.system_airflow import Stack, wait_for_state
+from support.system_airflow import DONE, Stack, run_path, wait_for_state
 from support.system_jobs import client, describe, jobs_of
-
-#: Deferred runs started at once.
-N = 6
-DONE = ("success", "failed")
-
-
-def run_path(dag_id: str, run_id: str) -> str:
-    return f"/api/v2/dags/{dag_id}/dagRuns/{run_id}"
 
 
 def running_jobs(stack: Stack) -> list[str]:
@@ -43,33 +33,13 @@ def one_job_each(stack: Stack, dag_id: str, runs: list[str], status: str = "Comp
     return {run: found[0] for run, found in jobs.items()}
 
 
-def states(stack: Stack, dag_id: str, runs: list[str], task_id: str = "train") -> list[str]:
-    return [str(stack.task_instance(dag_id, run, task_id)["state"]) for run in runs]
-
-
-@pytest.fixture(scope="session")
-def deferred_runs(stack: Stack) -> Iterator[tuple[list[str], int]]:
-    """N runs of ``system_deferred`` started at once, waited to the end; (run ids, most deferred at once)."""
-    runs = [f"deferred-{i}" for i in range(N)]
-    for run in runs:
-        stack.trigger("system_deferred", run, seconds=20)
-    most = 0
-
-    def all_done() -> bool:
-        nonlocal most
-        most = max(most, states(stack, "system_deferred", runs).count("deferred"))
-        return all(stack.rest("GET", run_path("system_deferred", r))["state"] in DONE for r in runs)
-
-    wait_until(f"{N} deferred runs finished", all_done, 300, 2, detail=stack.logs)
-    yield runs, most
-
-
 def test_n_deferred_runs_at_once_make_exactly_n_jobs(stack: Stack, deferred_runs: tuple[list[str], int]) -> None:
     runs, most = deferred_runs
-    assert [stack.rest("GET", run_path("system_deferred", r))["state"] for r in runs] == ["success"] * N
-    assert most == N, f"at most {most} of {N} train tasks were deferred at the same time"
+    n = len(runs)
+    assert [stack.rest("GET", run_path("system_deferred", r))["state"] for r in runs] == ["success"] * n
+    assert most == n, f"at most {most} of {n} train tasks were deferred at the same time"
     jobs = one_job_each(stack, "system_deferred", runs)
-    assert len({j["name"] for j in jobs.values()}) == N
+    assert len({j["name"] for j in jobs.values()}) == n
     for run in runs:
         train = stack.task_instance("system_deferred", run, "train")
         assert train["try_number"] == 1, train
@@ -82,14 +52,14 @@ def test_a_triggerer_killed_and_restarted_while_jobs_wait_makes_no_second_job(st
         stack.trigger("system_deferred", run, seconds=40)
     wait_until(
         "every train task deferred",
-        lambda: states(stack, "system_deferred", runs) == ["deferred"] * 3,
+        lambda: stack.states("system_deferred", runs) == ["deferred"] * 3,
         120,
         detail=stack.logs,
     )
     assert len(running_jobs(stack)) == 3
     stack.procs.kill("triggerer", signal.SIGKILL)
     time.sleep(3)  # the jobs go on; nobody watches them
-    assert states(stack, "system_deferred", runs) == ["deferred"] * 3
+    assert stack.states("system_deferred", runs) == ["deferred"] * 3
     stack.start_triggerer()
     for run in runs:
         assert wait_for_state(stack, run_path("system_deferred", run), DONE, 240)["state"] == "success"
@@ -142,14 +112,12 @@ def test_mark_failed_through_the_rest_api_stops_the_job(stack: Stack) -> None:
         120,
         detail=stack.logs,
     )[0]["name"]
-    wait_until(
-        "the task running", lambda: stack.task_instance("system_sync", run, "train")["state"] == "running", 60
-    )
+    wait_until("the task running", lambda: stack.task_instance("system_sync", run, "train")["state"] == "running", 60)
     marked = time.monotonic()
     stack.rest("PATCH", f"{run_path('system_sync', run)}/taskInstances/train", {"new_state": "failed"})
     ended = wait_until(
         "the job stopped",
-        lambda: describe(stack, job)["TrainingJobStatus"] in ("Stopped", "Failed", "Completed") and describe(stack, job),
+        lambda: (answer := describe(stack, job))["TrainingJobStatus"] in ("Stopped", "Failed", "Completed") and answer,
         60,
         0.5,
         detail=stack.logs,
