@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from importlib.metadata import distribution
 from pathlib import Path
@@ -30,3 +31,17 @@ def test_every_component_is_up_and_the_plugin_is_registered(stack: Stack) -> Non
     assert plugin["fastapi_apps"][0]["url_prefix"] == "/hetero"
     providers = stack.rest("GET", "/api/v2/providers")["providers"]
     assert "airflow-hetero" in {p["package_name"] for p in providers}
+
+
+def test_the_deployment_page_shows_the_configuration_the_system_runs_with(stack: Stack) -> None:
+    """docs/deployment.md's worked example lists the variables the components get, as set here."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text()
+    example = page[page.index("## Worked example") :]
+    block = example[example.index("```bash\n") + 8 :]
+    block = block[: block.index("```")]
+    shown = dict(re.findall(r"^([A-Z_]+)=(\S+)", block, re.MULTILINE))
+    assert len(shown) >= 8, shown
+    for name, value in shown.items():
+        assert name in stack.env, name
+        if not re.search(r"[A-Z]+_PORT|<|\{", value):  # no placeholder: the value itself
+            assert stack.env[name] == value, (name, stack.env[name])

@@ -20,9 +20,13 @@ from support.system_airflow import Stack
 LAYOUT = """JSON.stringify({
   charts: Array.from(document.querySelectorAll('svg'), e => e.getBoundingClientRect().toJSON()),
   legends: Array.from(document.querySelectorAll('.legend'), e => e.getBoundingClientRect().toJSON()),
+  marks: Array.from(document.querySelectorAll('svg'), e => e.innerHTML),
 })"""
 #: The line colours of the charts (CPU blue, memory green): each must be drawn.
 COLOURS = ("#1f77b4", "#2ca02c")
+#: Pixels of each line colour the screenshot must hold: at least the two legends' swatches (14 x 3 px
+#: each; a 20-s job's series is one point per chart, drawn as a dot, not a line).
+MIN_PIXELS = 70
 #: How far under its chart a legend may start (CSS pixels).
 GAP = 40
 
@@ -80,10 +84,12 @@ def test_the_instance_groups_view_is_well_formed_and_each_legend_sits_under_its_
     with Browser() as browser:
         for width in (1000, 1920):
             session = browser.open(stack.api_url + path, {"Authorization": f"Bearer {stack.token}"}, width, 1000)
-            layout = browser.evaluate(session, LAYOUT)
-            problems[f"{width}px"] = misplaced_legends(json.loads(layout))
+            layout = json.loads(browser.evaluate(session, LAYOUT))
+            found = misplaced_legends(layout)
+            found += [f"chart {i + 1} draws no {c}" for i, m in enumerate(layout["marks"]) for c in COLOURS if c not in m]
             shot = browser.screenshot(session, stack.root / "logs" / f"instance-groups-{width}.png")
             assert read_png(shot)[0] == width
-            for colour in COLOURS:
-                assert colour_pixels(shot, colour) > 200, (width, colour)
+            drawn = {colour: colour_pixels(shot, colour) for colour in COLOURS}
+            found += [f"{colour}: {count} pixels" for colour, count in drawn.items() if count < MIN_PIXELS]
+            problems[f"{width}px"] = found
     assert all(not found for found in problems.values()), problems
