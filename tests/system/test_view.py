@@ -86,7 +86,8 @@ def test_the_instance_groups_view_is_well_formed_and_each_legend_sits_under_its_
             session = browser.open(stack.api_url + path, {"Authorization": f"Bearer {stack.token}"}, width, 1000)
             layout = json.loads(browser.evaluate(session, LAYOUT))
             found = misplaced_legends(layout)
-            found += [f"chart {i + 1} draws no {c}" for i, m in enumerate(layout["marks"]) for c in COLOURS if c not in m]
+            marks = enumerate(layout["marks"], 1)
+            found += [f"chart {i} draws no {colour}" for i, svg in marks for colour in COLOURS if colour not in svg]
             shot = browser.screenshot(session, stack.root / "logs" / f"instance-groups-{width}.png")
             assert read_png(shot)[0] == width
             drawn = {colour: colour_pixels(shot, colour) for colour in COLOURS}
