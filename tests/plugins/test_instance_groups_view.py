@@ -21,6 +21,7 @@ from urllib.parse import quote
 import boto3
 import pytest
 from moto import mock_aws
+from support.devtools import BASE_FLAGS
 from support.png import read_png
 from support.verdict_jobs import data_bound_with_jitter, put_job
 
@@ -193,16 +194,7 @@ def test_other_task_instances_and_bad_queries(client: Any, run: Run) -> None:
 
 
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "instance-groups.png"
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--hide-scrollbars",
-)
+CHROMIUM_FLAGS = BASE_FLAGS
 
 
 def find_chromium() -> str:

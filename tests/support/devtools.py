@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-FLAGS = (
+#: Chromium's flags for a headless run that reaches nothing but the page it is given.
+BASE_FLAGS = (
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
@@ -28,8 +29,8 @@ FLAGS = (
     "--disable-sync",
     "--no-first-run",
     "--hide-scrollbars",
-    "--remote-debugging-pipe",
 )
+FLAGS = (*BASE_FLAGS, "--remote-debugging-pipe")
 
 
 def chromium() -> str:

@@ -81,15 +81,21 @@ def worker_running(stack: Stack, ti_id: str) -> str:
     return ""
 
 
-def test_a_worker_killed_during_a_synchronous_wait_re_attaches_on_retry(stack: Stack) -> None:
-    run = "worker-killed"
-    stack.trigger("system_sync", run, seconds=45)
-    job = wait_until(
-        "the synchronous wait's job in progress",
+def start_sync_run(stack: Stack, run: str, seconds: int) -> str:
+    """Start a ``system_sync`` run whose job lasts ``seconds``; the job's name once it is in progress."""
+    stack.trigger("system_sync", run, seconds=seconds)
+    in_progress = wait_until(
+        f"the job of {run} in progress",
         lambda: [j for j in jobs_of(stack, "system_sync").get((run, "train"), []) if j["status"] == "InProgress"],
         120,
         detail=stack.logs,
-    )[0]["name"]
+    )
+    return str(in_progress[0]["name"])
+
+
+def test_a_worker_killed_during_a_synchronous_wait_re_attaches_on_retry(stack: Stack) -> None:
+    run = "worker-killed"
+    job = start_sync_run(stack, run, seconds=45)
     first = stack.task_instance("system_sync", run, "train")
     assert first["state"] == "running" and first["try_number"] == 1, first
     worker = wait_until("the worker running the task", lambda: worker_running(stack, first["id"]), 30)
@@ -105,13 +111,7 @@ def test_a_worker_killed_during_a_synchronous_wait_re_attaches_on_retry(stack: S
 
 def test_mark_failed_through_the_rest_api_stops_the_job(stack: Stack) -> None:
     run = "marked-failed"
-    stack.trigger("system_sync", run, seconds=600)
-    job = wait_until(
-        "the job in progress",
-        lambda: [j for j in jobs_of(stack, "system_sync").get((run, "train"), []) if j["status"] == "InProgress"],
-        120,
-        detail=stack.logs,
-    )[0]["name"]
+    job = start_sync_run(stack, run, seconds=600)
     wait_until("the task running", lambda: stack.task_instance("system_sync", run, "train")["state"] == "running", 60)
     marked = time.monotonic()
     stack.rest("PATCH", f"{run_path('system_sync', run)}/taskInstances/train", {"new_state": "failed"})
