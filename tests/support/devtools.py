@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -50,9 +51,10 @@ class Browser:
         to_chrome_r, self._to_chrome = os.pipe()
         self._from_chrome, from_chrome_w = os.pipe()
 
-        def fds() -> None:  # Chromium's ends at 3 (commands in) and 4 (answers out)
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+        def fds() -> None:  # Chromium's ends at 3 (commands in) and 4 (answers out), whatever their numbers
+            commands, answers = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_chrome_r, from_chrome_w))
+            os.dup2(commands, 3)
+            os.dup2(answers, 4)
 
         self.proc = subprocess.Popen(
             [chromium(), *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
