@@ -1,7 +1,9 @@
 """The ``airflow-hetero`` command: validate and render definitions offline, summarise a job, run the
 local endpoint.
 
-``validate`` and ``render`` never touch the network. Exit status: 0 when fine, 2 when the
+``validate`` and ``render`` never touch the network. They take a definition or a CreateTrainingJob
+request (request mode): a file whose top-level keys are PascalCase (``RoleArn``) is a request, a
+definition's are snake_case; ``--request`` says so explicitly. Exit status: 0 when fine, 2 when the
 definition (or the file holding it) has problems, printed one per line without a traceback.
 ``summarize`` prints a job's per-group table and verdict (what ``HeteroLogSummaryOperator`` logs)
 with plain boto3 clients: 1 when AWS answers an error, 2 for bad arguments.
@@ -55,13 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    validate = sub.add_parser("validate", help="check a job definition (YAML or JSON) offline")
-    validate.add_argument("file", type=Path, help="definition file")
+    validate = sub.add_parser("validate", help="check a job definition or request (YAML or JSON) offline")
+    validate.add_argument("file", type=Path, help="definition or CreateTrainingJob request file")
     validate.add_argument("--json", action="store_true", help="print problems as JSON")
+    _add_request_flag(validate)
     validate.set_defaults(handler=_validate)
 
-    render = sub.add_parser("render", help="print the CreateTrainingJob request a definition becomes")
-    render.add_argument("file", type=Path, help="definition file")
+    render = sub.add_parser("render", help="print the CreateTrainingJob request a definition (or request) becomes")
+    render.add_argument("file", type=Path, help="definition or CreateTrainingJob request file")
+    _add_request_flag(render)
     render.add_argument("--job-name", help="training job name (default: <base_job_name>-<hash of the file>)")
     render.add_argument(
         "--region", help="AWS region (default: $AWS_DEFAULT_REGION, else us-east-1); only shapes the request"
@@ -92,36 +96,65 @@ def print_problems(file: Path | None, err: JobDefinitionError) -> None:
         print(f"{prefix}{where}{problem.msg}", file=sys.stderr)
 
 
+def _add_request_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--request",
+        action="store_true",
+        help="the file is a CreateTrainingJob request (default: told by its keys, PascalCase for a request)",
+    )
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, str]:
+    """The file's definition or request, checked, and what it is ("definition" or "request")."""
+    from airflow_hetero.definition.job import load_job, read_definition_file
+    from airflow_hetero.definition.training_request import is_request_document, load_request
+
+    data = read_definition_file(args.file)
+    if args.request or is_request_document(data):
+        return load_request(data), "request"
+    return load_job(data), "definition"
+
+
 def _validate(args: argparse.Namespace) -> int:
-    from airflow_hetero.definition.job import load_job
+    from airflow_hetero.job.resource_config import instance_groups, is_hetero
 
     try:
-        job = load_job(args.file)
+        loaded, kind = _load(args)
     except JobDefinitionError as err:
         if args.json:
             print(json.dumps({"valid": False, "problems": err.errors()}, indent=2))
             return EXIT_INVALID
         raise
-    groups = ", ".join(
-        f"{g.instance_group_name} ({g.instance_count} x {g.instance_type})" for g in job.instance_groups or []
-    )
-    cluster = groups or f"{job.instance_count} x {job.instance_type}"
-    if args.json:
-        print(json.dumps({"valid": True, "problems": []}, indent=2))
+    if kind == "request":
+        hetero = is_hetero(loaded.request)
+        sizes = [(g.name, f"{g.instance_count} x {g.instance_type}") for g in instance_groups(loaded.request)]
+        cluster = ", ".join(f"{name} ({size})" if hetero else size for name, size in sizes)
     else:
-        print(f"{args.file}: valid ({'heterogeneous' if job.is_hetero else 'homogeneous'} cluster: {cluster})")
+        hetero = loaded.is_hetero
+        groups = ", ".join(
+            f"{g.instance_group_name} ({g.instance_count} x {g.instance_type})" for g in loaded.instance_groups or []
+        )
+        cluster = groups or f"{loaded.instance_count} x {loaded.instance_type}"
+    if args.json:
+        print(json.dumps({"valid": True, "kind": kind, "problems": []}, indent=2))
+    else:
+        what = "CreateTrainingJob request, " if kind == "request" else ""
+        print(f"{args.file}: valid ({what}{'heterogeneous' if hetero else 'homogeneous'} cluster: {cluster})")
     return 0
 
 
 def _render(args: argparse.Namespace) -> int:
     from airflow_hetero.definition import naming
-    from airflow_hetero.definition.job import load_job
     from airflow_hetero.definition.request import base_job_name, build_training_request
 
-    job = load_job(args.file)
+    loaded, kind = _load(args)
     region = args.region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    job_name = args.job_name or naming.derived_job_name(base_job_name(job), naming.stable_hash(args.file.read_bytes()))
-    request = build_training_request(job, job_name=job_name, region=region)
+    base = loaded.base_job_name if kind == "request" else base_job_name(loaded)
+    job_name = args.job_name or naming.derived_job_name(base, naming.stable_hash(args.file.read_bytes()))
+    if kind == "request":
+        request = loaded.build(job_name=job_name)
+    else:
+        request = build_training_request(loaded, job_name=job_name, region=region)
     print(json.dumps(request, indent=2, sort_keys=True))
     return 0
 
@@ -215,9 +248,7 @@ def _summarize(args: argparse.Namespace) -> int:
             sagemaker_client=client("sagemaker"),
             include_metrics=not args.no_metrics,
             tail_lines=args.tail_lines,
-            prices=lambda types: training_prices(
-                types, region, client=pricing, overrides=overrides, currency=currency
-            ),
+            prices=lambda types: training_prices(types, region, client=pricing, overrides=overrides, currency=currency),
             currency=currency,
         )
     except (ClientError, BotoCoreError) as err:

@@ -9,8 +9,10 @@ Variants run interleaved, round after round, so noise hits all alike; the ratio 
 over rounds of (variant CPU / EmptyOperator CPU) in the same round.
 
 Variants: the same DAG with an ``EmptyOperator`` (baseline), with ``HeteroTrainingOperator(job=dict)``
-(its definition validated at parse time), with a minimal third-party operator taking the same dict
-(``benchmarks/reference_operator.py``: what any operator of its own module pays, no validation)
+(its definition validated at parse time), with ``HeteroTrainingOperator(request=dict)`` (the same job as
+a CreateTrainingJob request, validated at parse time in request mode), with a minimal third-party
+operator taking the same dict (``benchmarks/reference_operator.py``: what any operator of its own module
+pays, no validation)
 and with the Amazon provider's ``SageMakerTrainingOperator``.
 
     python -m benchmarks.parse_fork [--rounds 25]
@@ -29,6 +31,31 @@ from pathlib import Path
 from benchmarks.import_cost import DEFINITION
 
 HEAD = "from airflow.sdk import DAG\n"
+#: DEFINITION's job as the CreateTrainingJob request its definition becomes (request mode).
+REQUEST = """{
+    "RoleArn": "arn:aws:iam::123456789012:role/SageMakerRole",
+    "AlgorithmSpecification": {
+        "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:1.12-gpu-py38",
+        "TrainingInputMode": "File",
+    },
+    "HyperParameters": {
+        "sagemaker_program": '"train.py"', "sagemaker_submit_directory": '"s3://my-bucket/code/sourcedir.tar.gz"',
+        "sagemaker_distribution_instance_groups": '["instance_group_2"]', "sagemaker_mpi_enabled": "true",
+        "sagemaker_mpi_num_of_processes_per_host": "8",
+    },
+    "InputDataConfig": [
+        {"ChannelName": "training", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix",
+         "S3Uri": "s3://my-bucket/train", "InstanceGroupNames": ["instance_group_2"]}}},
+        {"ChannelName": "dataset", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix",
+         "S3Uri": "s3://my-bucket/dataset", "InstanceGroupNames": ["instance_group_1"]}}},
+    ],
+    "OutputDataConfig": {"S3OutputPath": "s3://my-bucket/output"},
+    "ResourceConfig": {"VolumeSizeInGB": 30, "InstanceGroups": [
+        {"InstanceGroupName": "instance_group_1", "InstanceType": "ml.c5.18xlarge", "InstanceCount": 2},
+        {"InstanceGroupName": "instance_group_2", "InstanceType": "ml.p3dn.24xlarge", "InstanceCount": 1},
+    ]},
+    "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+}"""
 VARIANTS = {
     "EmptyOperator (baseline)": HEAD
     + """from airflow.providers.standard.operators.empty import EmptyOperator
@@ -39,6 +66,11 @@ with DAG("bench", schedule=None) as dag:
     + f"""from airflow_hetero.operators import HeteroTrainingOperator
 with DAG("bench", schedule=None) as dag:
     HeteroTrainingOperator(task_id="train", job={DEFINITION})
+""",
+    "HeteroTrainingOperator(request=dict)": HEAD
+    + f"""from airflow_hetero.operators import HeteroTrainingOperator
+with DAG("bench", schedule=None) as dag:
+    HeteroTrainingOperator(task_id="train", request={REQUEST})
 """,
     "Minimal DictOperator(job=dict)": HEAD
     + f"""from benchmarks.reference_operator import DictOperator

@@ -1,6 +1,7 @@
-"""Where botocore's sagemaker service model lies, found without importing botocore.
+"""Where botocore's service models lie, found without importing botocore.
 
-The instance types come from it (:mod:`airflow_hetero.definition.instance_types`), and the
+The instance types come from the sagemaker model (:mod:`airflow_hetero.definition.instance_types`),
+the request shapes from any service's (:mod:`airflow_hetero.definition.service_shapes`), and the
 parse-time validation cache (:mod:`airflow_hetero.definition.validated`) keys on it.
 """
 
@@ -11,20 +12,25 @@ import importlib.util
 import os
 from pathlib import Path
 
-__all__ = ["InstanceTypeCatalogError", "sagemaker_model_path"]
+__all__ = ["InstanceTypeCatalogError", "sagemaker_model_path", "service_model_path"]
 
 
 class InstanceTypeCatalogError(RuntimeError):
     """botocore's sagemaker model could not be read."""
 
 
-@functools.cache
 def sagemaker_model_path() -> Path:
     """The newest ``data/sagemaker/<version>/service-2.json[.gz]`` of the installed botocore."""
+    return service_model_path("sagemaker")
+
+
+@functools.cache
+def service_model_path(service: str) -> Path:
+    """The newest ``data/<service>/<version>/service-2.json[.gz]`` of the installed botocore."""
     spec = importlib.util.find_spec("botocore")
     if spec is None or not spec.submodule_search_locations:
         raise InstanceTypeCatalogError("botocore is not installed; it is needed to check instance types")
-    root = os.path.join(next(iter(spec.submodule_search_locations)), "data", "sagemaker")
+    root = os.path.join(next(iter(spec.submodule_search_locations)), "data", service)
     try:
         versions = sorted((e.path for e in os.scandir(root) if e.is_dir()), reverse=True)
     except OSError:
@@ -34,4 +40,4 @@ def sagemaker_model_path() -> Path:
             path = os.path.join(version, name)
             if os.path.isfile(path):
                 return Path(path)
-    raise InstanceTypeCatalogError(f"no sagemaker service model found under {root}")
+    raise InstanceTypeCatalogError(f"no {service} service model found under {root}")

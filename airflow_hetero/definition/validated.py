@@ -23,30 +23,17 @@ import hashlib
 import math
 import os
 import sys
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["cache_dir", "definition_key", "dependencies", "validate_once"]
+from airflow_hetero.definition.cache_folder import cache_dir
+from airflow_hetero.definition.cache_folder import cache_folder as _folder
 
-_ENV = "AIRFLOW_HETERO_CACHE_DIR"
+__all__ = ["cache_dir", "check_at_parse", "definition_key", "dependencies", "validate_once"]
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: First line of every marker; a new layout gets a new header, so an old marker is only a miss.
 _HEADER = "airflow-hetero validated definition 2"
-
-
-def cache_dir() -> Path | None:
-    """Where validated definitions are remembered; None when the cache is off."""
-    folder = _folder()
-    return None if folder is None else Path(folder)
-
-
-def _folder() -> str | None:
-    configured = os.environ.get(_ENV)
-    if configured is not None:
-        return None if configured.strip().lower() in ("", "off", "0", "false", "none") else configured
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "airflow-hetero")
 
 
 def _files(folder: str, suffix: str) -> list[str]:
@@ -113,15 +100,15 @@ def _canonical(value: Any) -> Any:
     raise TypeError(kind.__name__)
 
 
-def definition_key(data: Mapping[str, Any]) -> str | None:
-    """The cache key of a definition mapping, or None when it cannot be cached."""
+def definition_key(data: Mapping[str, Any], *, request: bool = False) -> str | None:
+    """The cache key of a definition (or, ``request``, a CreateTrainingJob request), None when uncacheable."""
     from airflow_hetero import __version__
 
     try:
         text = repr(_canonical(dict(data)))
     except (TypeError, ValueError):
         return None
-    where = "\0".join([__version__, _HERE, sys.prefix, *sys.path])
+    where = "\0".join([__version__, _HERE, sys.prefix, *sys.path, "request" if request else "job"])
     return hashlib.blake2b(f"{where}\n{text}".encode(), digest_size=32).hexdigest()
 
 
@@ -154,23 +141,35 @@ def _remember(marker: str, entries: list[str]) -> None:
             os.unlink(partial)
 
 
-def validate_once(data: Mapping[str, Any]) -> None:
+def _job_loader() -> Callable[[Mapping[str, Any]], object]:
+    from airflow_hetero.definition.job import load_job
+
+    return load_job
+
+
+def _request_loader() -> Callable[[Mapping[str, Any]], object]:
+    from airflow_hetero.definition.training_request import load_request
+
+    return load_request
+
+
+def validate_once(data: Mapping[str, Any], *, request: bool = False) -> None:
     """Raise :class:`~airflow_hetero.definition.errors.JobDefinitionError` for a bad definition.
 
-    A definition already validated with unchanged code, data and libraries returns at once,
-    without importing pydantic or botocore.
+    ``request``: ``data`` is a CreateTrainingJob request (request mode), checked by
+    :func:`~airflow_hetero.definition.training_request.load_request`. One already validated with
+    unchanged code, data and libraries returns at once, without importing pydantic or botocore.
     """
     folder = _folder()
-    key = definition_key(data) if folder is not None else None
+    key = definition_key(data, request=request) if folder is not None else None
     marker = os.path.join(folder, key[:2], key) if folder is not None and key is not None else None
     if marker is not None and _unchanged(marker):
         return
-    from airflow_hetero.definition.job import load_job
-
+    load = _request_loader() if request else _job_loader()
     paths = dependencies() if marker is not None else None
     entries = [_stat_entry(p) for p in paths] if paths is not None else None  # stats from before validating
     try:
-        load_job(data)  # raises for a bad definition: nothing is remembered
+        load(data)  # raises for a bad definition: nothing is remembered
     except Exception:
         if marker is not None:  # a success under other code must not outlive it
             with contextlib.suppress(OSError):
@@ -178,3 +177,15 @@ def validate_once(data: Mapping[str, Any]) -> None:
         raise
     if marker is not None and entries is not None:
         _remember(marker, entries)
+
+
+def check_at_parse(source: Any, *, request: bool) -> Any:
+    """An operator's ``job`` or ``request`` as it keeps it: a path as a string; a mapping validated now
+    (at DAG-parse time, through the cache) unless it holds Jinja, whose validation waits for rendering."""
+    from airflow_hetero.definition.templated import has_template
+
+    if source is not None and not isinstance(source, dict) and isinstance(source, os.PathLike):
+        return os.fspath(source)  # a dict first: the ABC check is slow
+    if isinstance(source, Mapping) and not has_template(source):
+        validate_once(source, request=request)
+    return source

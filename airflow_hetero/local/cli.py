@@ -8,6 +8,7 @@ sets ``handler(args) -> int`` (the exit code), the package CLI's convention.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -20,6 +21,25 @@ _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: Seconds between two looks of the main thread at whether a stop signal came.
 WAKE_UP = 0.1
+#: What the package's ``local`` extra brings that the endpoint imports when it starts.
+LOCAL_EXTRA_MODULES = ("werkzeug.serving", "moto.moto_server.werkzeug_app", "psutil")
+#: Exit status of a command that needs the ``local`` extra where it is not installed.
+EXIT_MISSING_EXTRA = 3
+
+
+def missing_local_extra() -> str | None:
+    """One line saying the ``local`` extra is needed and how to get it, or None when it is installed.
+
+    Imports what the endpoint needs (not only finds it: moto without its ``server`` extra lacks flask).
+    """
+    from airflow_hetero.local.api.server import needs_local_extra
+
+    for name in LOCAL_EXTRA_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            return needs_local_extra(err)
+    return None
 
 
 def default_workdir() -> Path:
@@ -118,6 +138,10 @@ def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from airflow_hetero.local.api.server import LocalEndpoint
 
     out = out or sys.stdout
+    problem = missing_local_extra()
+    if problem is not None:
+        sys.stderr.write(f"airflow-hetero local serve: {problem}\n")
+        return EXIT_MISSING_EXTRA
     if args.host not in _LOOPBACK_NAMES:
         sys.stderr.write(
             f"WARNING: binding to {args.host}: anyone who can reach it can run code on this "

@@ -16,15 +16,18 @@ __all__ = ["iso", "strip_control"]
 #: any other C0/C1 control character or DEL; tabs are kept.
 _CONTROL = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]"
-    r"|[\x00-\x08\x0a-\x1f\x7f-\x9f]"
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 )
+#: line breaks, which become one space (a FailureReason "...lines:\nTraceback" keeps its words apart)
+_BREAKS = re.compile(r"[\r\n]+")
 
 
 def strip_control(text: str) -> str:
-    """``text`` without ANSI escape sequences and control characters (tabs kept): safe for a terminal."""
+    """``text`` without ANSI escape sequences and control characters (tabs kept, line breaks made one
+    space): safe for a terminal, on one line."""
     if text.isprintable():
         return text
-    return _CONTROL.sub("", text)
+    return _BREAKS.sub(" ", _CONTROL.sub("", text))
 
 
 def iso(value: Any) -> str | None:

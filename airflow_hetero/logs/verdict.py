@@ -319,6 +319,16 @@ def _compact(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, GroupVerdict]
     }
 
 
+def state_label(judged: Mapping[str, Any]) -> str:
+    """A group's state as the verdict words it: with the instance count it suggests when the group is
+    over-provisioned (``idle (try 1 instance)``)."""
+    state = str(judged.get("state"))
+    count = judged.get("suggested_count")
+    if judged.get("over_provisioned") and count:
+        return f"{state} (try {count} instance{'' if count == 1 else 's'})"
+    return state
+
+
 def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
     """The verdict for the task log: the message, then instance time per group and what waited.
 
@@ -340,7 +350,7 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
             )
             + (f"{seconds:g} instance-seconds" if seconds is not None else "instance-seconds unknown")
             + (f", waiting {share:.0%} of the time" if share is not None else "")
-            + f" [{g['state']}]"
+            + f" [{state_label(g)}]"
         )
     if verdict.get("waiting_share") is not None:
         shares = cast("Verdict", verdict)  # a headline keeps the share, not the seconds: KeyError here

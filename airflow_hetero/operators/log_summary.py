@@ -2,10 +2,12 @@
 
 The work is :func:`airflow_hetero.logs.summarize.summarize_training_job` with the clients of
 :class:`airflow_hetero.hooks.training.HeteroTrainingHook` (same connection, region and endpoint as the
-training operator). ``return_value`` is the whole summary; each group's part is also pushed as
-``group_<name>`` for downstream tasks that need only one group, the bottleneck verdict
-(:mod:`airflow_hetero.logs.verdict`) as ``verdict``, and what the job cost (``cost``, from
-``prices`` and the Price List Query API, :mod:`airflow_hetero.pricing`) as ``cost``.
+training operator). ``return_value`` is the whole summary, each group in it once (a task that needs one
+group reads ``["groups"][name]``); the bottleneck verdict (:mod:`airflow_hetero.logs.verdict`) is
+also pushed as ``verdict``, and what the job cost (``cost``, from ``prices`` and the Price List Query
+API, :mod:`airflow_hetero.pricing`) as ``cost``. The job is ``job_name`` or the one the task
+``training_task_id`` created (its ``training_job_name`` XCom key, pushed before it waits, so a
+failed training task's job is summarised too).
 
 Importing this module loads nothing beyond ``airflow.sdk``, the small
 :mod:`airflow_hetero.logs.size_limit` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
@@ -38,7 +40,9 @@ class HeteroLogSummaryOperator(BaseOperator):
     """Summarise a (heterogeneous) training job's logs and metrics per instance group.
 
     :param job_name: the training job (templated, e.g.
-        ``"{{ ti.xcom_pull(task_ids='train')['training_job_name'] }}"``).
+        ``"{{ ti.xcom_pull(task_ids='train', key='training_job_name') }}"``).
+    :param training_task_id: instead of ``job_name``: the ``HeteroTrainingOperator`` task whose job to
+        summarise, whether that task succeeded or failed (read from its ``training_job_name`` XCom key).
     :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
     :param region_name: overrides the connection's region.
     :param tail_lines: last lines kept per host.
@@ -68,7 +72,8 @@ class HeteroLogSummaryOperator(BaseOperator):
     def __init__(
         self,
         *,
-        job_name: str,
+        job_name: str | None = None,
+        training_task_id: str | None = None,
         aws_conn_id: str | None = "aws_default",
         region_name: str | None = None,
         tail_lines: int = 20,
@@ -84,6 +89,8 @@ class HeteroLogSummaryOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if (job_name is None) == (training_task_id is None):
+            raise ValueError("give job_name or training_task_id (exactly one of them)")
         if tail_lines < 0:
             raise ValueError(f"tail_lines must be >= 0, got {tail_lines}")
         if max_xcom_bytes < MIN_MAX_XCOM_BYTES:
@@ -96,6 +103,7 @@ class HeteroLogSummaryOperator(BaseOperator):
         if series_points is not None and series_points < 1:
             raise ValueError(f"series_points must be at least 1, got {series_points}")
         self.job_name = job_name
+        self.training_task_id = training_task_id
         self.aws_conn_id = aws_conn_id
         self.region_name = region_name
         self.tail_lines = tail_lines
@@ -111,9 +119,26 @@ class HeteroLogSummaryOperator(BaseOperator):
         self.currency = check_currency(currency)
         self.use_pricing_api = use_pricing_api
 
+    def training_job_name(self, context: Context) -> str:
+        """``job_name``, or the name the ``training_task_id`` task pushed when it created its job."""
+        if self.training_task_id is None:
+            if not self.job_name:
+                raise ValueError("job_name rendered empty: no training job to summarise")
+            return self.job_name
+        from airflow_hetero._compat import AirflowFailException
+        from airflow_hetero.operators.training import JOB_NAME_XCOM_KEY
+
+        name = context["ti"].xcom_pull(task_ids=self.training_task_id, key=JOB_NAME_XCOM_KEY)
+        if not name:
+            raise AirflowFailException(
+                f"training_task_id={self.training_task_id!r}: that task pushed no {JOB_NAME_XCOM_KEY!r} XCom, so it "
+                "created no training job (it failed before submitting one, or is not a HeteroTrainingOperator)"
+            )
+        return str(name)
+
     def execute(self, context: Context) -> BoundedSummary:
-        """Read, summarise, log the table and the verdict, push ``group_<name>`` and ``verdict``;
-        return the whole summary."""
+        """Read, summarise, log the table and the verdict, push ``verdict`` and ``cost``; return the
+        whole summary."""
         from airflow_hetero.hooks.training import HeteroTrainingHook
         from airflow_hetero.links.instance_groups import persist_instance_groups_link
         from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
@@ -121,11 +146,10 @@ class HeteroLogSummaryOperator(BaseOperator):
         from airflow_hetero.logs.table import format_table
         from airflow_hetero.logs.verdict import format_verdict
 
-        if not self.job_name:
-            raise ValueError("job_name rendered empty: no training job to summarise")
+        job_name = self.training_job_name(context)
         hook = HeteroTrainingHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name)
         summary = summarize_training_job(
-            self.job_name,
+            job_name,
             logs_client=hook.logs_client,
             cloudwatch_client=hook.cloudwatch_client if self.include_metrics else None,
             sagemaker_client=hook.conn,
@@ -141,13 +165,14 @@ class HeteroLogSummaryOperator(BaseOperator):
             ),
             currency=self.currency,
         )
-        self.log.info("Log summary of %s:\n%s", self.job_name, format_table(summary))
-        verdict = cast("LogSummary", summary)["verdict"]  # a skeleton (the last resort of the size bound) has none
-        self.log.info("%s", format_verdict(verdict))
+        self.log.info("Log summary of %s:\n%s", job_name, format_table(summary))
         ti = context["ti"]
-        for name, group in summary["groups"].items():
-            ti.xcom_push(key=f"group_{name}", value=group)
-        ti.xcom_push(key=VERDICT_XCOM_KEY, value=verdict)
+        verdict = cast("LogSummary", summary).get("verdict")  # a skeleton (the size bound's last resort) has none
+        if verdict is not None:
+            self.log.info("%s", format_verdict(verdict))
+            ti.xcom_push(key=VERDICT_XCOM_KEY, value=verdict)
+        else:
+            self.log.info("Verdict: none (the summary was cut to its skeleton to fit max_xcom_bytes)")
         cost = cast("LogSummary", summary).get("cost")
         if cost is not None:
             ti.xcom_push(key=COST_XCOM_KEY, value=cost)

@@ -1,8 +1,9 @@
 """HeteroTrainingOperator: submit a (heterogeneous) SageMaker training job once, wait, fail clearly.
 
 * ``job`` is a :class:`~airflow_hetero.definition.job.HeteroTrainingJob`, a dict, or a YAML/JSON file path
-  relative to the DAG file. Every string in it may use Jinja. It is rendered with the other template
-  fields (a file becomes its rendered dict, so Rendered Templates shows the final definition) and
+  relative to the DAG file; or ``request`` is a CreateTrainingJob request in the same forms (request mode,
+  :mod:`~airflow_hetero.definition.training_request`). Every string in it may use Jinja. It is rendered with
+  the other template fields (a file becomes its rendered dict, so Rendered Templates shows it) and
   validated right then: a template or definition error fails the task without retries.
 * The job name is derived from ``base_job_name`` and a stable hash of dag_id, task_id, run_id and
   map index, so a retry of the task instance finds the job its earlier try started: a running
@@ -16,12 +17,9 @@
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
 
-Importing this module loads nothing beyond ``airflow.sdk``, the extra links and the lineage mixin:
-every method imports what it needs (the definition, boto3, the Amazon provider) when it runs.
-A DAG file pays for the class, its arguments and the parse-time check of the definition
-(:mod:`~airflow_hetero.definition.validated`).
-Each step is an ordinary method, so a subclass may override one (say, ``submit``) and the others
-call the override.
+Importing this module loads nothing beyond ``airflow.sdk``, the extra links and the lineage mixin;
+each step is an ordinary method importing what it runs (a subclass may override one, say ``submit``).
+A DAG file pays for the class and the parse-time check (:mod:`~airflow_hetero.definition.validated`).
 """
 
 from __future__ import annotations
@@ -42,6 +40,7 @@ if TYPE_CHECKING:
 
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.definition.job import HeteroTrainingJob
+    from airflow_hetero.definition.training_request import TrainingRequest
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.job.identity import TaskIdentity
     from airflow_hetero.logs.tail import LogTailer
@@ -49,6 +48,9 @@ if TYPE_CHECKING:
 #: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.
 OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
 _ON_EXISTING = ("reattach", "fail", "new")
+#: XCom key of the job's name, pushed as soon as the job is created or re-attached: there whatever the
+#: task's ending (a failed task pushes no ``return_value``), for the summary of a failed job.
+JOB_NAME_XCOM_KEY = "training_job_name"
 
 
 class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
@@ -56,6 +58,9 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
         paths resolve against the DAG file's folder). Templated, strings at any depth.
+    :param request: instead of ``job``, a CreateTrainingJob request (the Amazon provider's ``config``,
+        ``--cli-input-json``, what SDK v3 sends) as a dict or a YAML/JSON path; templated like ``job``.
+        Its ``TrainingJobName``, if any, is replaced by the name derived per task instance.
     :param job_name: explicit job name (templated); default: derived per task instance.
     :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
     :param region_name: overrides the connection's region.
@@ -88,15 +93,16 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     #: A job staying Stopping longer than this fails the task (with its name and state).
     stopping_timeout_seconds: float = 1800
 
-    template_fields: Sequence[str] = ("job", "job_name", "aws_conn_id", "region_name", "verify")
-    template_fields_renderers = {"job": "json"}
+    template_fields: Sequence[str] = ("job", "request", "job_name", "aws_conn_id", "region_name", "verify")
+    template_fields_renderers = {"job": "json", "request": "json"}
     operator_extra_links = (SageMakerTrainingJobLink(), TrainingJobLogsLink())
     ui_color = "#ede4ff"
 
     def __init__(
         self,
         *,
-        job: HeteroTrainingJob | Mapping[str, Any] | str | os.PathLike[str],
+        job: HeteroTrainingJob | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        request: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         job_name: str | None = None,
         aws_conn_id: str | None = "aws_default",
         region_name: str | None = None,
@@ -125,15 +131,15 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             raise ValueError(f"on_existing_job must be one of {_ON_EXISTING}, got {on_existing_job!r}")
         if check_interval <= 0:
             raise ValueError(f"check_interval must be positive, got {check_interval}")
-        if hasattr(job, "model_dump"):  # a HeteroTrainingJob: a plain dict renders at any depth
+        if (job is None) == (request is None):
+            given = "both" if job is not None else "neither"
+            raise ValueError(f"give job= (a definition) or request= (a CreateTrainingJob request), not {given}")
+        if job is not None and hasattr(job, "model_dump"):  # a HeteroTrainingJob: a dict renders at any depth
             job = job.model_dump(mode="json", exclude_unset=True)
-        elif not isinstance(job, dict) and isinstance(job, os.PathLike):  # a dict first: the ABC check is slow
-            job = os.fspath(job)
-        if isinstance(job, Mapping) and not _has_template(job):
-            from airflow_hetero.definition.validated import validate_once
+        from airflow_hetero.definition.validated import check_at_parse
 
-            validate_once(job)  # nothing to render: a bad definition fails now, at DAG-parse time
-        self.job: Mapping[str, Any] | str = job
+        self.job: Mapping[str, Any] | str | None = check_at_parse(job, request=False)
+        self.request: Mapping[str, Any] | str | None = check_at_parse(request, request=True)
         self.job_name = job_name
         self.aws_conn_id = aws_conn_id
         self.region_name = region_name
@@ -177,6 +183,8 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             super().render_template_fields(context, jinja_env)
             if isinstance(self.job, str):
                 self.job = self.render_definition_file(self.job, context, jinja_env)
+            if isinstance(self.request, str):
+                self.request = self.render_definition_file(self.request, context, jinja_env)
         except jinja2.TemplateError as err:
             raise AirflowFailException(f"Task {self.task_id}: template error: {type(err).__name__}: {err}") from err
         self.load_definition(context)  # invalid after rendering: fail now, before any AWS call
@@ -196,25 +204,29 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         rendered: dict[str, Any] = self.render_template(data, context, jinja_env)
         return rendered
 
-    def load_definition(self, context: Context) -> HeteroTrainingJob:
-        """The rendered definition, validated; definition errors fail without retries."""
+    def load_definition(self, context: Context) -> HeteroTrainingJob | TrainingRequest:
+        """The rendered definition (or request), validated; definition errors fail without retries."""
         from airflow_hetero.definition.errors import JobDefinitionError
         from airflow_hetero.definition.job import load_job
+        from airflow_hetero.definition.training_request import load_request
 
-        source = self.job
+        source = self.job if self.request is None else self.request
         if isinstance(source, str):  # not rendered yet (execute() called directly)
             source = self.render_definition_file(source, context)
         try:
-            return load_job(source)
+            if self.request is None:
+                return load_job(source or {})
+            return load_request(source or {})
         except JobDefinitionError as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
 
     # -- starting or re-attaching the task instance's job --------------------------------------
 
-    def candidate_names(self, job: HeteroTrainingJob, context: Context) -> Iterator[str]:
+    def candidate_names(self, job: HeteroTrainingJob | TrainingRequest, context: Context) -> Iterator[str]:
         """Job names this task instance may use, in order: first try, then fresh suffixes."""
         from airflow_hetero.definition import naming
         from airflow_hetero.definition.request import base_job_name
+        from airflow_hetero.definition.training_request import TrainingRequest
 
         if self.job_name:
             # the longest name this task may use must be valid before the first job is sent
@@ -226,13 +238,13 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
                 yield self.job_name if attempt == 0 else f"{self.job_name}-{attempt}"
             return
         ti: Any = context["ti"]
-        base = base_job_name(job)
+        base = job.base_job_name if isinstance(job, TrainingRequest) else base_job_name(job)
         key = naming.task_key(base, ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
         for attempt in range(naming.MAX_ATTEMPT + 1):
             yield naming.derived_job_name(base, key, attempt)
 
     def start_job(
-        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, context: Context, region: str
+        self, hook: HeteroTrainingHook, job: HeteroTrainingJob | TrainingRequest, context: Context, region: str
     ) -> tuple[str, dict[str, Any] | None]:
         """Re-attach to this task instance's job or submit a new one; the name and its description.
 
@@ -278,7 +290,12 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         raise AirflowFailException("Every job name for this task instance is taken")
 
     def submit(
-        self, hook: HeteroTrainingHook, job: HeteroTrainingJob, name: str, region: str, identity: TaskIdentity
+        self,
+        hook: HeteroTrainingHook,
+        job: HeteroTrainingJob | TrainingRequest,
+        name: str,
+        region: str,
+        identity: TaskIdentity,
     ) -> None:
         """Package and upload a local source_dir, then send the one CreateTrainingJob (identity stamped)."""
         from airflow_hetero.definition.errors import JobDefinitionError
@@ -289,16 +306,23 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             source_upload_uri,
             upload_extra_args,
         )
+        from airflow_hetero.definition.training_request import TrainingRequest
         from airflow_hetero.job.resource_config import describe_groups, instance_groups, is_hetero
         from airflow_hetero.job.waiting import wait_limit_seconds
 
+        upload_uri, code = None, None  # a request names its code's S3 location itself
         try:
-            request = identity.stamp(build_training_request(job, job_name=name, region=region))
-            upload_uri = source_upload_uri(job, name)
-            code = package_source_dir(job, base=self.base_dir()) if upload_uri else None
+            if isinstance(job, TrainingRequest):
+                request = identity.stamp(job.build(job_name=name))
+                if job.name_note and not self.job_name:
+                    self.log.warning("%s", job.name_note)
+            else:
+                request = identity.stamp(build_training_request(job, job_name=name, region=region))
+                upload_uri = source_upload_uri(job, name)
+                code = package_source_dir(job, base=self.base_dir()) if upload_uri else None
         except (JobDefinitionError, SourceDirError, ValueError) as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
-        if upload_uri and code is not None:
+        if upload_uri and code is not None and not isinstance(job, TrainingRequest):
             hook.upload_bytes(code, upload_uri, upload_extra_args(job))
             self.log.info("Uploaded training code (%d bytes) to %s", len(code), upload_uri)
         self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(request, indent=2, default=str))
@@ -343,6 +367,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         if describe is not None:
             self.wait_limit = wait_limit_seconds(describe)
         persist_job_links(context, job_name=name, region=region)
+        context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=name)
         if describe is not None and classify(describe) == "succeeded":
             self.log.info("Training job %s already completed: returning its result", name)
             return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
@@ -564,25 +589,11 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     def on_kill(self) -> None:
         """Stop the job this task started or re-attached to (a killed task must not leave it running).
 
-        Airflow 3 runs this in the task's SIGTERM handler, which can interrupt a log write: a log call
-        here would wait for that write's lock forever, and a new hook logs as it builds its client. So
-        the stop goes first, through the client the wait already built; the log line after it.
+        Airflow 3 runs this in the SIGTERM handler, which can interrupt a log write: a log call (or a new
+        hook, which logs) would wait for ever on its lock. So: stop first, with the wait's client; log after.
         """
         name = self.active_job_name
         if not name:
             return
         (self.waiting_hook or self.make_hook()).stop_training_job(name)
         self.log.info("Task killed: asked training job %s to stop", name)
-
-
-def _has_template(value: Any) -> bool:
-    """True when any string inside ``value`` holds Jinja (then validation waits for rendering)."""
-    if isinstance(value, str):
-        return "{{" in value or "{%" in value
-    if value is None or isinstance(value, int | float):  # before the Mapping ABC check, which is slow
-        return False
-    if isinstance(value, list | tuple):
-        return any(_has_template(v) for v in value)
-    if isinstance(value, Mapping):
-        return any(_has_template(k) or _has_template(v) for k, v in value.items())
-    return False

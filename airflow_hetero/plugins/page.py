@@ -14,9 +14,9 @@ from html import escape
 from typing import Any, cast
 
 from airflow_hetero.logs.series import SERIES_METRICS
-from airflow_hetero.logs.shape import Cost, GroupSummary, LogSummary, Series, Verdict
+from airflow_hetero.logs.shape import Cost, ErrorSampleEntry, GroupSummary, LogSummary, Series, Verdict
 from airflow_hetero.logs.table import PRICE_SOURCES
-from airflow_hetero.logs.verdict import effect_line
+from airflow_hetero.logs.verdict import effect_line, state_label
 
 #: Series key -> (label, colour, device kind dividing it).
 LINES: dict[str, tuple[str, str, str | None]] = {
@@ -40,6 +40,9 @@ h1{font-size:18px;margin:0 0 8px}h2{font-size:15px;margin:18px 0 4px}
 td,th{border-bottom:1px solid #e2e8f0;padding:3px 10px;text-align:left;font-size:13px}th{background:#edf2f7}
 .legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:14px;
 height:3px;margin-right:4px;vertical-align:middle}svg{display:block}
+.verdict.failed{border-color:#e53e3e;background:#fff5f5}
+pre.errors{background:#fff5f5;border-left:4px solid #e53e3e;padding:6px 10px;margin:4px 0;font-size:12px;
+white-space:pre-wrap;overflow-wrap:anywhere}
 """
 
 
@@ -53,6 +56,27 @@ def _devices(group: GroupSummary) -> dict[str, int | None]:
     """vCPUs and GPUs per instance the summary divided the series by (None: unknown, summed)."""
     devices: Mapping[str, Any] = group.get("devices") or {}
     return {"cpus": devices.get("cpus"), "gpus": devices.get("gpus")}
+
+
+#: Tick steps tried, smallest first, in the axis' unit (1-2-5 and the halves of an hour).
+_STEPS = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600)
+#: An axis has at most this many intervals between ticks.
+_MAX_TICK_INTERVALS = 5
+
+
+def time_ticks(seconds: float) -> list[tuple[float, str]]:
+    """Ticks of a time axis of ``seconds``: (fraction of the axis, label) at round multiples of the
+    smallest step giving at most five intervals, in seconds under 2 min, hours from 2 h, else minutes."""
+    if seconds <= 0:
+        return [(0.0, "0 s")]
+    unit, per = ("s", 1.0) if seconds < 120 else ("min", 60.0) if seconds < 7200 else ("h", 3600.0)
+    length = seconds / per
+    steps = [0.5 * s for s in _STEPS] if unit == "h" else list(_STEPS)
+    step = next((s for s in steps if length / s <= _MAX_TICK_INTERVALS), steps[-1])
+    ticks = []
+    for i in range(int(length / step + 1e-9) + 1):
+        ticks.append((i * step / length, f"{i * step:g} {unit}"))
+    return ticks
 
 
 def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping[str, Any]) -> str:
@@ -95,10 +119,11 @@ def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping
                 f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{colour}" '
                 'stroke-dasharray="4 3" stroke-width="1"/>'
             )
-    minutes = count * step / 60
-    for frac, anchor in ((0, "start"), (0.5, "middle"), (1, "end")):
+    for frac, label in time_ticks(count * step):
         tx = LEFT + plot_w * frac
-        label = f"{minutes * frac:.0f} min"
+        anchor = "start" if frac == 0 else "end" if frac > 0.95 else "middle"
+        mark = f'x1="{tx:.1f}" x2="{tx:.1f}" y1="{TOP + plot_h}" y2="{TOP + plot_h + 4}"'
+        parts.append(f'<line {mark} stroke="#a0aec0"/>')
         parts.append(f'<text x="{tx:.1f}" y="{HEIGHT - 12}" font-size="10" text-anchor="{anchor}">{label}</text>')
     for _label, colour, values in lines:
         runs: list[list[str]] = [[]]
@@ -115,8 +140,8 @@ def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping
                 parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(run)}"/>')
     parts.append("</svg>")
     legend = "".join(f'<span><i style="background:{colour}"></i>{escape(label)}</span>' for label, colour, _ in lines)
-    return "".join(parts) + f'<div class="legend">{legend}<span class="muted">dashed: busy / waiting thresholds'
-    "</span></div>"
+    legend += '<span class="muted">dashed: busy / waiting thresholds</span>'
+    return "".join(parts) + f'<div class="legend">{legend}</div>'
 
 
 def _verdict_table(verdict: Verdict, groups: Mapping[str, GroupSummary]) -> str:
@@ -128,19 +153,36 @@ def _verdict_table(verdict: Verdict, groups: Mapping[str, GroupSummary]) -> str:
         group = groups.get(name) or cast("GroupSummary", {})
         share = judged.get("waiting_share")
         resource = {"gpu": "GPUs", "cpu": "CPUs"}.get(judged.get("resource") or "", "-")
-        suffix = f" (try {judged['suggested_count']})" if judged.get("over_provisioned") else ""
         rows.append(
             "<tr>"
             f"<td>{escape(name)}</td>"
             f"<td>{escape(str(group.get('instance_count', '?')))} x "
             f"{escape(str(group.get('instance_type') or '?'))}</td>"
             f"<td>{resource}</td><td>{_num(judged.get('busy_percent'))}%</td>"
-            f"<td>{_num(judged.get('peak_percent'))}%</td><td>{escape(str(judged.get('state')))}{escape(suffix)}</td>"
+            f"<td>{_num(judged.get('peak_percent'))}%</td><td>{escape(state_label(judged))}</td>"
             f"<td>{_num(judged.get('instance_seconds'))}</td>"
             f"<td>{'-' if share is None else f'{float(share):.0%}'}</td>"
             "</tr>"
         )
     return f"<table>{''.join(rows)}</table>"
+
+
+def _error_lines(section: Mapping[str, Any]) -> str:
+    """A group's (or the unmapped hosts') error and warning counts and its first error lines, host and time first."""
+    errors, warnings = section.get("errors"), section.get("warnings")
+    if not errors and not warnings:
+        return ""
+    samples: list[ErrorSampleEntry] = list(section.get("error_samples") or ())
+    shown = f", the first {len(samples)}:" if samples else ""
+    out = f'<p class="muted">{_num(errors)} error lines, {_num(warnings)} warnings{shown}</p>'
+    lines = []
+    for sample in samples:
+        head = " ".join(str(part) for part in (sample.get("host"), sample.get("time")) if part)
+        lines.append(f"{head}  {sample.get('line')}")
+        exception = sample.get("exception")
+        if exception and exception != sample.get("line"):
+            lines.append(f"{' ' * len(head)}  {exception}")
+    return out + (f'<pre class="errors">{escape(chr(10).join(lines))}</pre>' if lines else "")
 
 
 def _money(value: Any) -> str:
@@ -180,6 +222,12 @@ def _cost_table(cost: Cost) -> str:
     return "".join(parts)
 
 
+def _failure(summary: Mapping[str, Any]) -> str:
+    """The job's FailureReason, when it has one (a failed job's tab leads with it)."""
+    reason = summary.get("failure_reason")
+    return f'<div class="verdict failed"><b>Failure reason:</b> {escape(str(reason))}</div>' if reason else ""
+
+
 def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     """The whole page for one task instance's summary (``where`` names the task instance);
     a short explanation when the task pushed no summary."""
@@ -200,6 +248,7 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
         f"<h1>Instance groups of {escape(str(summary.get('training_job_name')))} "
         f'<span class="muted">{escape(str(summary.get("status")))}'
         f"{' (partial: still running)' if summary.get('partial') else ''}</span></h1>",
+        _failure(whole),
         f'<div class="verdict {escape(str(verdict.get("kind", "")))}"><b>Verdict:</b> '
         f"{escape(str(verdict.get('message') or 'no verdict in this summary'))}</div>",
     ]
@@ -230,6 +279,11 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
             body.append(chart(series, _devices(group), thresholds))
         else:
             body.append('<p class="muted">No utilisation series for this group (not read, or none published).</p>')
+        body.append(_error_lines(group))
+    unmapped = whole.get("unmapped")
+    if unmapped:
+        hosts = ", ".join(unmapped.get("hosts") or []) or "-"
+        body.append(f"<h2>Hosts in no group <span class='muted'>{escape(hosts)}</span></h2>{_error_lines(unmapped)}")
     truncated = (whole.get("truncated") or {}).get("series")
     if truncated:
         body.append(f'<p class="muted">Series cut to fit the XCom bound: {escape(str(truncated))}</p>')

@@ -27,6 +27,6 @@ def test_every_variant_parses_in_a_forked_child(tmp_path: Path) -> None:
         timeout=300,
     ).stdout
     rows = [line for line in out.splitlines() if "Operator" in line]
-    assert len(rows) == 4, out
+    assert len(rows) == 5, out
     assert all(float(row.split()[-1]) > 0 for row in rows), out
-    assert (tmp_path / "cache").exists()  # the hetero variant's definition was validated once, then reused
+    assert (tmp_path / "cache").exists()  # the hetero variants' definition and request were validated once, then reused

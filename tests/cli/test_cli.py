@@ -14,7 +14,7 @@ import yaml
 
 from airflow_hetero.cli import main
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "dags" / "hetero_retraining" / "job.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "airflow_hetero" / "example_dags" / "hetero_retraining" / "job.yaml"
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
 
 
@@ -161,3 +161,51 @@ def test_console_script_exits_2_without_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert f"{path}: role: 'x' is not an IAM role ARN" in proc.stderr
+
+
+V3_REQUEST = Path(__file__).parents[1] / "data" / "sdk_v3" / "two_groups_torchrun.request.json"
+
+
+def test_validate_takes_a_request_told_by_its_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(V3_REQUEST)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"{V3_REQUEST}: valid (CreateTrainingJob request, heterogeneous cluster: "
+        "data_group (2 x ml.c5.xlarge), dnn_group (1 x ml.p3.2xlarge))"
+    )
+    request = json.loads(V3_REQUEST.read_text())
+    request["ResourceConfig"] = {"InstanceType": "ml.c5.xlarge", "InstanceCount": "2", "VolumeSizeInGB": 30}
+    for channel in request["InputDataConfig"]:
+        del channel["DataSource"]["S3DataSource"]["InstanceGroupNames"]
+    path = write(tmp_path, "request.yaml", yaml.safe_dump(request))
+    assert main(["validate", "--json", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"valid": True, "kind": "request", "problems": []}
+
+
+def test_validate_reports_every_request_problem_by_its_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    request = json.loads(V3_REQUEST.read_text())
+    request["InputDataConfig"][0]["DataSource"]["S3DataSource"]["InstanceGroupNames"] = ["gpu_group"]
+    request["ResourceConfig"]["InstanceGroups"][0]["InstanceType"] = "ml.bogus"
+    path = write(tmp_path, "request.json", json.dumps(request))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2
+    assert err[0].startswith(f"{path}: ResourceConfig.InstanceGroups[0].InstanceType: 'ml.bogus' is not one of the ")
+    assert err[1] == (
+        f"{path}: InputDataConfig[0].DataSource.S3DataSource.InstanceGroupNames[0]: Instance groups [gpu_group] "
+        "assigned to channel train are not defined in ResourceConfig.InstanceGroups [data_group, dnn_group]"
+    )
+
+
+def test_the_request_flag_checks_a_file_as_a_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "job.yaml", yaml.safe_dump(BASE))  # a definition, read as a request
+    assert main(["validate", "--request", str(path)]) == 2
+    assert "role: unknown field 'role'" in capsys.readouterr().err
+
+
+def test_render_names_a_request_as_the_task_would(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sent = json.loads(V3_REQUEST.read_text())
+    assert main(["render", str(V3_REQUEST), "--job-name", "v3-job-1"]) == 0
+    assert json.loads(capsys.readouterr().out) == {**sent, "TrainingJobName": "v3-job-1"}
+    assert main(["render", str(V3_REQUEST)]) == 0
+    name = json.loads(capsys.readouterr().out)["TrainingJobName"]
+    assert name.startswith("v3-hetero-20261202040019-") and name != sent["TrainingJobName"]

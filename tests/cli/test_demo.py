@@ -1,4 +1,5 @@
-"""The example retraining DAG end to end under dag.test(), against the offline endpoint (make demo)."""
+"""The example retraining DAG end to end under dag.test(), against the offline endpoint (make demo):
+from the installed wheel, what the terminal shows by default, with --verbose, and on failure."""
 
 from __future__ import annotations
 
@@ -9,16 +10,24 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.installed import ROOT, built_wheel, run_without_modules, scratch_venv
 
-pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
+#: The most lines the default output may take (39 seen: steps, table, verdict, deploy).
+SHORT = 50
+#: Lines of Airflow's own log, which the default output leaves in WORKDIR/airflow.log.
+AIRFLOW_CHATTER = ("[DAG TEST]", "Task instance state updated", "Filling up the DagBag")
 
 
-def run_demo(workdir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))}
+def run_demo(
+    workdir: Path, *extra: str, command: tuple[str, ...] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_", "PYTHONPATH"))}
+    if command is None:  # the checkout's code (the worktree's, when the tests run with PYTHONPATH)
+        command = (sys.executable, "-m", "airflow_hetero.cli")
+        env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
-        [sys.executable, "-m", "airflow_hetero.cli", "demo", "--workdir", str(workdir), *extra],
-        cwd=ROOT,
+        [*command, "demo", "--workdir", str(workdir), *extra],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -27,14 +36,36 @@ def run_demo(workdir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_demo_runs_the_example_dag_and_prints_the_group_table(tmp_path: Path) -> None:
-    proc = run_demo(tmp_path / "demo")
+def assert_short_and_quiet(out: str) -> None:
+    assert len(out.splitlines()) <= SHORT, out
+    assert not [line for line in out.splitlines() if any(chatter in line for chatter in AIRFLOW_CHATTER)]
+
+
+@pytest.mark.slow
+def test_the_installed_demo_runs_the_example_dags_and_prints_steps_summary_and_verdict(tmp_path: Path) -> None:
+    """From the wheel installed in a venv, run outside any clone: the DAGs the package ships."""
+    python = scratch_venv(tmp_path / "venv", built_wheel())
+    where = subprocess.run(
+        [str(python), "-c", "import airflow_hetero.example_dags as e; print(e.folder())"],
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert where.startswith(str(tmp_path / "venv")) and "site-packages" in where, where
+    workdir = tmp_path / "demo"
+    proc = run_demo(workdir, command=(str(python.parent / "airflow-hetero"),), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
+    assert_short_and_quiet(out)
+    assert f"    Airflow's own log goes to {workdir / 'airflow.log'} (--verbose prints it here)" in out
+    assert f"\n    the DAGs: {where}\n" in out  # the example DAGs of the installed package
+    log = (workdir / "airflow.log").read_text()
     assert "==> task states: gate=success, submit=success, summarize=success, wait=success, week=success" in out
-    table = out.split("==> per-group summary", 1)[1]
-    assert max(len(line) for line in table.split("\n==> ", 1)[0].splitlines()) <= 100
-    rows: dict[str, list[list[str]]] = {}  # the stacked tables: logs per group, utilisation, then cost (new)
+    table = out.split("==> per-group summary", 1)[1].split("\n==> ", 1)[0]
+    assert max(len(line) for line in table.splitlines()) <= 100
+    rows: dict[str, list[list[str]]] = {}  # the stacked tables: logs per group, utilisation, then cost
     for line in table.splitlines():
         if line.startswith(("data_group ", "train_group ", "total ")):
             rows.setdefault(line.split()[0], []).append(line.split())
@@ -52,19 +83,74 @@ def test_demo_runs_the_example_dag_and_prints_the_group_table(tmp_path: Path) ->
         assert "-" not in row[1:3] and row[3:] == ["-", "-"], row  # cpu, mem; gpu
     assert "local runs (the offline endpoint) have no GPUs" in " ".join(table.split("\n  "))  # wrapped note
     assert "train_group: train:loss last=" in table
+    verdict = table.split("\nVerdict: ", 1)[1]
+    assert re.search(r"^  data_group: CPUs [\d.]+% busy", verdict, re.MULTILINE), verdict
     # the second DAG ran on the model asset the first one updated, and deployed that job's model
     assert "==> task states: deploy=success, evaluate=success" in out
     (job,) = re.findall(r"==> deployed s3://airflow-hetero-demo/deployed/model.tar.gz from (hetero-retrain-\w+)", out)
-    assert f"Submitted training job {job}" in out + proc.stderr  # the job the first DAG ran
+    assert f"Submitted training job {job}" in log  # the job the first DAG ran, in Airflow's log
     # the offline endpoint publishes the job's final metrics, so the deploy DAG reads SageMaker's figure
     assert re.search(r"train:loss 0\.\d+ \(from the final metric\); groups: data_group, train_group", out)
-    assert "==> demo succeeded" in out
+    assert re.search(r"\n==> demo succeeded in \d+ s\n$", out)
+    assert proc.stderr == ""
 
 
-def test_demo_fails_clearly_when_the_gate_rejects_the_model(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_a_failed_task_shows_its_log_lines_and_error(tmp_path: Path) -> None:
     proc = run_demo(tmp_path / "demo", "--max-final-loss", "1e-12")
     assert proc.returncode == 1
     assert "gate=failed" in proc.stdout
-    assert "model rejected: final train:loss" in proc.stdout + proc.stderr
-    assert "demo: the hetero_retraining run ended failed. Look at the task logs above" in proc.stderr
+    assert "==> per-group summary" in proc.stdout  # the summary still shows what the job did
+    assert_short_and_quiet(proc.stdout)
     assert "running DAG hetero_model_deploy" not in proc.stdout  # a rejected model is not deployed
+    err = proc.stderr.splitlines()
+    log = tmp_path / "demo" / "airflow.log"
+    lines = r"\d+ lines(, \d+ in the middle left out)?"
+    assert re.fullmatch(
+        rf"demo: the log of task gate \({lines}; all of Airflow's log: {re.escape(str(log))}\):", err[0]
+    )
+    assert "[DAG TEST] starting task_id=gate" in proc.stderr  # the task's own lines, not another task's
+    assert "[DAG TEST] starting task_id=summarize" not in proc.stderr
+    assert "Traceback (most recent call last):" in proc.stderr
+    assert re.search(r"AirflowFailException: model rejected: final train:loss 0\.\d+ is above 1e-12", proc.stderr)
+    assert err[-1].startswith(
+        f"demo: the hetero_retraining run ended failed. Look at the task's log above (all of it: {log})"
+    )
+    assert len(err) <= 1 + 10 + 1 + 50 + 1
+
+
+@pytest.mark.slow
+def test_verbose_prints_airflows_log_on_the_terminal(tmp_path: Path) -> None:
+    proc = run_demo(tmp_path / "demo", "--verbose", "--max-final-loss", "1e-12")
+    assert proc.returncode == 1
+    for chatter in ("[DAG TEST] starting task_id=week", "[DAG TEST] starting task_id=gate", "Submitted training job"):
+        assert chatter in proc.stdout + proc.stderr
+    assert "model rejected: final train:loss" in proc.stdout + proc.stderr
+    assert "Airflow's own log goes to" not in proc.stdout
+    assert not (tmp_path / "demo" / "airflow.log").exists()
+    assert "demo: the hetero_retraining run ended failed. Look at the task logs above" in proc.stderr
+
+
+def test_an_error_outside_any_task_is_shown_with_where_the_log_is(tmp_path: Path) -> None:
+    """A DAG file that does not import: its traceback on the terminal, not in the log file."""
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    (dags / "hetero_retraining_dag.py").write_text("raise RuntimeError('this DAG file is broken')\n")
+    proc = run_demo(tmp_path / "demo", "--dags-folder", str(dags))
+    assert proc.returncode == 1
+    log = tmp_path / "demo" / "airflow.log"
+    assert f"demo: stopped by the error below; Airflow's log up to it: {log}" in proc.stderr
+    assert proc.stderr.rstrip().endswith("RuntimeError: this DAG file is broken")
+    assert "this DAG file is broken" not in log.read_text()
+    assert proc.stdout.startswith("==> starting the offline SageMaker endpoint")
+
+
+def test_without_the_local_extra_the_demo_says_what_to_install(tmp_path: Path) -> None:
+    proc = run_without_modules(("moto",), "demo", "--workdir", str(tmp_path / "demo"))
+    assert proc.returncode == 3
+    assert proc.stderr == (
+        "airflow-hetero demo: the offline endpoint needs the 'local' extra (No module named 'moto'): "
+        "pip install 'airflow-hetero[local]'\n"
+    )
+    assert proc.stdout == ""
+    assert not (tmp_path / "demo").exists()  # checked before anything starts

@@ -6,16 +6,12 @@ through an Airflow connection, so the sync (boto3) and async (aiobotocore) clien
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.dag_files import dag_file
 from support.moto_jobs import ROLE, MotoJobs, aws_connection_env, moto_server
 
 from airflow_hetero.hooks.training import HeteroTrainingHook
@@ -64,32 +60,10 @@ DAG_FILE = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="session")
-def airflow_db() -> None:
-    """Migrate the throwaway metadata DB (AIRFLOW_HOME from conftest) once per test session."""
-    subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        check=True,
-        capture_output=True,
-        env=os.environ.copy(),
-        timeout=300,
-    )
-
-
 @pytest.fixture
 def dag_module(airflow_db: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from airflow.configuration import conf
-
-    dags_folder = Path(conf.get("core", "dags_folder"))
-    dags_folder.mkdir(parents=True, exist_ok=True)
-    path = dags_folder / "hetero_e2e_dag.py"
-    path.write_text(DAG_FILE)
-    spec = importlib.util.spec_from_file_location("hetero_e2e_dag", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
-    path.unlink()
+    with dag_file("hetero_e2e_dag", DAG_FILE) as module:
+        yield module
 
 
 @pytest.fixture

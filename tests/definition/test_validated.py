@@ -34,7 +34,9 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _markers(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
+    """The validation markers (not the compiled request shapes kept beside them in ``shapes/``)."""
+    found = folder.rglob("*") if folder.exists() else []
+    return [p for p in found if p.is_file() and p.parent.name != "shapes"]
 
 
 def _validate_in_fresh_process(definition: dict[str, Any], cache: Path) -> dict[str, Any]:
@@ -225,4 +227,21 @@ def test_the_performance_page_example_runs(cache: Path, capsys: pytest.CaptureFi
     (snippet,) = [b.split("```", 1)[0] for b in page.split("```python\n")[1:]]
     exec(compile(snippet, "performance.md", "exec"), {})
     assert len(capsys.readouterr().out.strip()) == 12
+    assert len(_markers(cache)) == 1
+
+
+def test_a_request_is_remembered_under_its_own_key(cache: Path) -> None:
+    """Request mode's parse-time check uses the same markers, never mistaking a request for a definition."""
+    from support.moto_jobs import hetero_request
+
+    request = hetero_request("cached-request")
+    validated.validate_once(request, request=True)
+    assert len(_markers(cache)) == 1
+    assert validated.definition_key(request, request=True) != validated.definition_key(request)
+    with pytest.raises(JobDefinitionError, match="unknown field 'RoleArn'"):
+        validated.validate_once(request)  # as a definition it is invalid, whatever the request marker says
+    bad = hetero_request("cached-request", ResourceConfig={"InstanceGroups": []})
+    for _ in range(2):
+        with pytest.raises(JobDefinitionError, match="Either InstanceType and InstanceCount or InstanceGroups"):
+            validated.validate_once(bad, request=True)
     assert len(_markers(cache)) == 1

@@ -1,5 +1,6 @@
 """The operator, sensor and migration pages' code runs: every Python block parses into DAGs/tasks,
-and every job definition in them (YAML blocks and dicts given to the operator) is valid."""
+and every job definition in them (YAML blocks and dicts given to the operator) is valid, as is
+every request given to it (rendered first, as the task renders it)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from airflow_hetero.definition.job import load_job
+from airflow_hetero.definition.training_request import load_request
 from airflow_hetero.operators import HeteroTrainingOperator
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -37,8 +39,25 @@ def test_python_blocks_run_and_their_definitions_are_valid(page: str) -> None:
             if isinstance(task, HeteroTrainingOperator) and isinstance(task.job, dict):
                 load_job(task.job)
                 operators += 1
+            if isinstance(task, HeteroTrainingOperator) and isinstance(task.request, dict):
+                context = {"run_id": "manual__1", "ts_nodash": "20260101T000000", "params": task.params.dump()}
+                load_request(rendered(task.request, context))
+                operators += 1
     if page not in ("sensor.md", "compatibility.md"):
         assert operators, f"{page}: no HeteroTrainingOperator with an inline definition was checked"
+
+
+def rendered(value: Any, context: dict[str, Any]) -> Any:
+    """``value`` with Jinja rendered in every string (a stand-in for the task's own rendering)."""
+    import jinja2
+
+    if isinstance(value, str):
+        return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(value).render(context)
+    if isinstance(value, list):
+        return [rendered(v, context) for v in value]
+    if isinstance(value, dict):
+        return {k: rendered(v, context) for k, v in value.items()}
+    return value
 
 
 def test_yaml_definitions_on_the_operator_page_are_valid() -> None:

@@ -42,8 +42,9 @@ JOB: dict[str, Any] = {
     ],
     "max_run": 7200,
 }
-#: Short botocore timeouts so a held answer times out quickly (retries are the hook's business).
-TIMEOUTS = {"read_timeout": 1, "connect_timeout": 1, "retries": {"total_max_attempts": 1}}
+#: botocore timeouts short enough that a held answer (6 s) times out, long enough that a slow
+#: answer from moto on a busy CI machine does not (retries are the hook's business).
+TIMEOUTS = {"read_timeout": 5, "connect_timeout": 5, "retries": {"total_max_attempts": 1}}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def server_url() -> Iterator[str]:
 def proxy(server_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultProxy]:
     urllib.request.urlopen(urllib.request.Request(f"{server_url}/moto-api/reset", method="POST")).close()
     monkeypatch.setattr(HeteroTrainingHook, "default_retry_policy", FAST)
-    with fault_proxy(server_url, hold_seconds=2.0) as p:
+    with fault_proxy(server_url, hold_seconds=6.0) as p:
         name, value = aws_connection_env(CONN_ID, p.url)
         monkeypatch.setenv(name, value)
         yield p
@@ -118,12 +119,14 @@ def foreign_job(server_url: str, name: str, status: str, jobs: MotoJobs) -> None
 # -- ambiguous creates ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("mode", ["job", "request"])
 @pytest.mark.parametrize("fault", ["reset_after", "500_after", "timeout_after"])
 def test_lost_create_answer_adopts_the_job_instead_of_a_second_one(
-    fault: str, proxy: FaultProxy, jobs: MotoJobs
+    fault: str, mode: str, proxy: FaultProxy, jobs: MotoJobs
 ) -> None:
     proxy.fail("CreateTrainingJob", fault)
-    op = operator()
+    # request mode: a request named like the definition's base, so both derive the same names
+    op = operator() if mode == "job" else operator(job=None, request=hetero_request("exactly-once"))
     logged = record_logs(op)
     result = op.execute({"ti": ti()})
     assert result["training_job_name"] == name_for()

@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 from support.log_jobs import create_job, put_stream, put_utilization, resource_config_line
 
-from airflow_hetero._compat import AIRFLOW_V_3
+from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException
 from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
 from airflow_hetero.runtime import format_marker
 
@@ -65,7 +65,9 @@ def run(**kwargs: Any) -> tuple[dict[str, Any], MagicMock]:
     return operator.execute({"ti": ti}), ti  # type: ignore[arg-type]
 
 
-def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_pushes_the_summary_with_each_group_once_and_logs_the_table(
+    job: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     summary, ti = run(job_name=job, tail_lines=5)
     json.dumps(summary)
     assert summary["training_job_name"] == "summ" and summary["status"] == "Completed"
@@ -76,9 +78,7 @@ def test_pushes_summary_and_one_key_per_group_and_logs_the_table(job: str, capsy
     assert len(summary["groups"]["dnn_group"]["tail"]["algo-3"]) == 5
     assert summary["api_calls"]["GetMetricData"] == 1
     pushed = {call.kwargs["key"]: call.kwargs["value"] for call in ti.xcom_push.call_args_list}
-    assert pushed == {
-        "group_data_group": summary["groups"]["data_group"],
-        "group_dnn_group": summary["groups"]["dnn_group"],
+    assert pushed == {  # the groups are in return_value only: no group_<name> copies
         "verdict": summary["verdict"],
         "cost": summary["cost"],  # new with the cost per group (moto has no Pricing API: costs unknown)
         # Airflow 3 reads the link's URL from an XCom; Airflow 2 calls get_link instead
@@ -166,3 +166,34 @@ def test_prices_and_currency_override_and_are_checked_at_parse_time(job: str) ->
     for bad in ({"prices": {"p3": 1.0}}, {"prices": {"ml.p3.2xlarge": -1}}, {"currency": "euro"}):
         with pytest.raises(ValueError):
             HeteroLogSummaryOperator(task_id="s", job_name="j", **bad)
+
+
+def test_a_summary_cut_to_its_skeleton_pushes_no_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """Five groups with long names and a 2 KiB bound: only the job's status and counts fit."""
+    with mock_aws():
+        sagemaker = boto3.client("sagemaker", region_name="us-east-1")
+        create_job(sagemaker, "skel", [(f"g{i}" * 16, "ml.c5.xlarge", 1) for i in range(5)])
+        summary, ti = run(job_name="skel", max_xcom_bytes=2048)
+    assert "unmapped" not in summary and "verdict" not in summary  # the skeleton
+    assert summary["truncated"]["other"][-1] == "everything but the job's status and counts"
+    assert len(json.dumps(summary)) <= 2048
+    pushed = {call.kwargs["key"] for call in ti.xcom_push.call_args_list}
+    assert "verdict" not in pushed and "cost" not in pushed
+    assert "Verdict: none (the summary was cut to its skeleton" in capsys.readouterr().out
+
+
+def test_training_task_id_finds_the_job_its_task_created(job: str) -> None:
+    ti = MagicMock(dag_id="d", run_id="r", task_id="summary", map_index=-1)
+    ti.xcom_pull.return_value = job
+    operator = HeteroLogSummaryOperator(
+        task_id="summary", training_task_id="train", aws_conn_id=None, region_name="us-east-1", include_metrics=False
+    )
+    summary = operator.execute({"ti": ti})  # type: ignore[arg-type]
+    assert summary["training_job_name"] == job
+    ti.xcom_pull.assert_called_once_with(task_ids="train", key="training_job_name")
+    ti.xcom_pull.return_value = None  # the training task failed before it created a job
+    with pytest.raises(AirflowFailException, match="training_task_id='train': that task pushed no 'training_job_name'"):
+        operator.execute({"ti": ti})  # type: ignore[arg-type]
+    for both_or_neither in ({}, {"job_name": "j", "training_task_id": "train"}):
+        with pytest.raises(ValueError, match="give job_name or training_task_id"):
+            HeteroLogSummaryOperator(task_id="s", **both_or_neither)

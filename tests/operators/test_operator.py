@@ -12,7 +12,7 @@ from unittest.mock import MagicMock
 
 import boto3
 import pytest
-from support.moto_jobs import FAST, ROLE, MotoJobs, mocked_jobs, put_logs, throttling, toolkit_startup
+from support.moto_jobs import FAST, ROLE, MotoJobs, hetero_request, mocked_jobs, put_logs, throttling, toolkit_startup
 from support.task_logs import record_logs
 
 from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException, TaskDeferred
@@ -20,6 +20,7 @@ from airflow_hetero.definition import naming
 from airflow_hetero.job.outcome import TrainingJobFailedError, TrainingJobStoppedError, TrainingJobTimeoutError
 from airflow_hetero.links.training import XCOM_KEY, training_job_url
 from airflow_hetero.operators import HeteroTrainingOperator
+from airflow_hetero.operators.training import JOB_NAME_XCOM_KEY
 from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
 JOB: dict[str, Any] = {
@@ -62,6 +63,12 @@ def operator(**kwargs: Any) -> HeteroTrainingOperator:
     return HeteroTrainingOperator(task_id="train", aws_conn_id=None, **kwargs)
 
 
+def request_mode(**kwargs: Any) -> HeteroTrainingOperator:
+    """``operator()`` given JOB's request (named like its base, so both derive the same names)."""
+    request = hetero_request("hetero-test", StoppingCondition={"MaxRuntimeInSeconds": JOB["max_run"]})
+    return operator(job=None, request=request, **kwargs)
+
+
 def expected_name(run_id: str = "manual__2026-01-01", attempt: int = 0) -> str:
     key = naming.task_key("hetero-test", "retrain", "train", run_id, -1)
     return naming.derived_job_name("hetero-test", key, attempt)
@@ -87,10 +94,11 @@ def test_submits_the_heterogeneous_request_and_returns_without_waiting(jobs: Mot
     assert described["HyperParameters"]["sagemaker_job_name"] == f'"{name}"'
     pushed = {c.kwargs["key"]: c.kwargs["value"] for c in ctx["ti"].xcom_push.call_args_list}
     assert pushed[XCOM_KEY] == {"job_name": name, "region": "us-east-1"}
+    assert pushed[JOB_NAME_XCOM_KEY] == name  # for a summary of the job whatever the task's ending
     if AIRFLOW_V_3:  # Airflow 3 reads the URL from the link's XCom; 2.11 calls get_link instead
         assert pushed["_link_SageMakerTrainingJobLink"] == training_job_url("us-east-1", name)
     else:
-        assert set(pushed) == {XCOM_KEY}
+        assert set(pushed) == {XCOM_KEY, JOB_NAME_XCOM_KEY}
 
 
 def test_waits_logging_each_transition_once_with_one_describe_per_check(jobs: MotoJobs) -> None:
@@ -367,7 +375,8 @@ def test_missing_source_dir_fails_before_any_job(jobs: MotoJobs, tmp_path: Path)
     assert jobs.calls["CreateTrainingJob"] == 0
 
 
-def test_print_log_streams_every_host_with_its_group(jobs: MotoJobs) -> None:
+@pytest.mark.parametrize("mode", ["job", "request"])
+def test_print_log_streams_every_host_with_its_group(mode: str, jobs: MotoJobs) -> None:
     name = expected_name()
     logs = boto3.client("logs", region_name="us-east-1")
 
@@ -376,7 +385,11 @@ def test_print_log_streams_every_host_with_its_group(jobs: MotoJobs) -> None:
         put_logs(logs, name, "algo-2", [*toolkit_startup("algo-2", "data_group"), "served 10 batches"])
 
     jobs.script(name, {"status": "InProgress", "secondary": "Training"}, {"status": "Completed"})
-    op = operator(print_log=True)
+    op = (
+        operator(print_log=True)
+        if mode == "job"
+        else operator(job=None, request=hetero_request("hetero-test"), print_log=True)
+    )
     logged = record_logs(op)
     original = jobs.scripts[name][0]
     jobs.scripts[name][0] = lambda: (original(), write_logs())  # type: ignore[func-returns-value]
@@ -386,8 +399,9 @@ def test_print_log_streams_every_host_with_its_group(jobs: MotoJobs) -> None:
     assert lines.count("[data_group/algo-2] served 10 batches") == 1
 
 
-def test_deferrable_defers_to_a_trigger_that_owns_the_job(jobs: MotoJobs) -> None:
-    op = operator(deferrable=True)
+@pytest.mark.parametrize("make", [operator, request_mode], ids=["job", "request"])
+def test_deferrable_defers_to_a_trigger_that_owns_the_job(make: Any, jobs: MotoJobs) -> None:
+    op = make(deferrable=True)
     with pytest.raises(TaskDeferred) as info:
         op.execute(context())
     trigger = info.value.trigger
@@ -396,7 +410,7 @@ def test_deferrable_defers_to_a_trigger_that_owns_the_job(jobs: MotoJobs) -> Non
     # counted from the task's start: the job's MaxRuntime (7200 s) + margin, not a hidden cap
     assert trigger.deadline == pytest.approx(time.time() + 7200 + 3600, abs=30)
     with pytest.raises(TaskDeferred) as info:
-        operator(deferrable=True, max_ingestion_time=600).execute(context())
+        make(deferrable=True, max_ingestion_time=600).execute(context())
     assert info.value.trigger.deadline == pytest.approx(time.time() + 600, abs=30)
     assert jobs.calls["CreateTrainingJob"] == 1  # the second task instance re-attached
 

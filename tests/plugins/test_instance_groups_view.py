@@ -21,7 +21,7 @@ from urllib.parse import quote
 import boto3
 import pytest
 from moto import mock_aws
-from support.devtools import BASE_FLAGS
+from support.page_layout import CHROMIUM_FLAGS, find_chromium, nesting_problems
 from support.png import read_png
 from support.verdict_jobs import data_bound_with_jitter, put_job
 
@@ -158,6 +158,7 @@ def test_the_page_draws_the_groups_and_the_verdict(client: Any, run: Run) -> Non
     html = answer.text
     assert MESSAGE in html
     assert html.count("<svg") == 2  # one chart per group
+    assert nesting_problems(html) == []  # every element closed in order, as served
     assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in html
     assert "data_group" in html and "train_group" in html and "2 x ml.c5.18xlarge" in html
@@ -194,19 +195,6 @@ def test_other_task_instances_and_bad_queries(client: Any, run: Run) -> None:
 
 
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "instance-groups.png"
-CHROMIUM_FLAGS = BASE_FLAGS
-
-
-def find_chromium() -> str:
-    """The system Chromium; outside CI its absence skips, in CI (.ci/run installs it) it fails."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("chromium is not installed, yet CI must run the screenshot test (.ci/run installs it)")
-    pytest.skip("chromium is not installed (apt-get install -y chromium); CI installs it and runs this test")
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

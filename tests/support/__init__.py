@@ -6,6 +6,7 @@ through its ``conftest.py``).
 ``verdict_jobs`` (jobs with logs and metrics put to moto), ``task_logs`` (a task's log records),
 ``png`` (read a screenshot), ``local_jobkit`` (sources, requests and waits for the offline
 endpoint), ``serve_process`` (``local serve`` as a child process, the pids its hosts started),
-``cpu_load`` (CPU burners on every core) and ``sdk_client.py`` (run by path in the SageMaker
+``cpu_load`` (CPU burners on every core), ``installed`` (the wheel, a scratch venv with it
+installed, the CLI where an extra is missing) and ``sdk_client.py`` (run by path in the SageMaker
 SDK's own venv, built by ``make`` from ``sdk-requirements.txt``).
 """

@@ -20,26 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: Chromium's flags for a headless run that reaches nothing but the page it is given.
-BASE_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--hide-scrollbars",
-)
-FLAGS = (*BASE_FLAGS, "--remote-debugging-pipe")
+from support.page_layout import CHROMIUM_FLAGS, find_chromium
 
-
-def chromium() -> str:
-    """The system Chromium (Debian's package; .ci/run installs it)."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        raise AssertionError("chromium is not installed: apt-get install -y chromium (.ci/run does)")
-    return found
+FLAGS = (*CHROMIUM_FLAGS, "--remote-debugging-pipe")
 
 
 class Browser:
@@ -57,7 +40,7 @@ class Browser:
             os.dup2(answers, 4)
 
         self.proc = subprocess.Popen(
-            [chromium(), *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
+            [find_chromium(), *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -3,7 +3,8 @@
 moto marks a job Completed the moment it is created and has no StopTrainingJob (DESIGN.md section
 6). ``MotoJobs`` (used as a fixture) makes new jobs start InProgress/Starting, adds
 StopTrainingJob (InProgress -> Stopping), lets a test move a job to any status, and counts the
-CreateTrainingJob / DescribeTrainingJob / StopTrainingJob calls that reached moto.
+CreateTrainingJob / DescribeTrainingJob / StopTrainingJob calls that reached moto, and refuses a
+CreateTrainingJob the service would refuse (:func:`service_refusal`).
 Works under ``mock_aws`` and behind ``ThreadedMotoServer`` alike (same in-process backends).
 """
 
@@ -229,6 +230,28 @@ class MotoJobs:
         monkeypatch.setattr(SageMakerModelBackend, "create_training_job", create)
         monkeypatch.setattr(SageMakerModelBackend, "describe_training_job", describe)
         monkeypatch.setattr(SageMakerResponse, "stop_training_job", stop_training_job, raising=False)
+        original_create_response = SageMakerResponse.create_training_job
+
+        def create_training_job(self: SageMakerResponse) -> Any:
+            refusal = service_refusal(json.loads(self.body))
+            if refusal is not None:
+                return json.dumps({"__type": "ValidationException", "message": refusal}), {"status": 400}
+            return original_create_response(self)
+
+        monkeypatch.setattr(SageMakerResponse, "create_training_job", create_training_job)
+
+
+def service_refusal(request: dict[str, Any]) -> str | None:
+    """What SageMaker answers a CreateTrainingJob request it refuses (moto accepts anything): the
+    model's constraints and the service's rules, from the package's one place, in SageMaker's words."""
+    from airflow_hetero.definition.request_rules import service_problems
+    from airflow_hetero.local.api.constraints import constraint_error, constraint_problems
+
+    problems = constraint_problems("CreateTrainingJob", request)
+    if problems:
+        return constraint_error(problems).message
+    refused = service_problems(request)
+    return refused[0].msg if refused else None
 
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from support.devtools import Browser
-from support.html_check import html_problems
+from support.page_layout import nesting_problems
 from support.png import read_png
 from support.system_airflow import Stack
 
@@ -80,7 +80,7 @@ def test_the_instance_groups_view_is_well_formed_and_each_legend_sits_under_its_
     assert headers["content-security-policy"].startswith("default-src 'none'")
     assert "data_group" in html and "train_group" in html
     assert html.count("<svg") == 2, "one chart per group"
-    problems: dict[str, Any] = {"html": html_problems(html)}
+    problems: dict[str, Any] = {"html": nesting_problems(html)}
     with Browser() as browser:
         for width in (1000, 1920):
             session = browser.open(stack.api_url + path, {"Authorization": f"Bearer {stack.token}"}, width, 1000)

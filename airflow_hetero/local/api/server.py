@@ -30,6 +30,11 @@ LOOPBACK = "127.0.0.1"
 SERVER_STOP_TIMEOUT = 5.0
 
 
+def needs_local_extra(err: ImportError) -> str:
+    """The one line that says the endpoint needs the package's ``local`` extra, and how to get it."""
+    return f"the offline endpoint needs the 'local' extra ({err}): pip install 'airflow-hetero[local]'"
+
+
 class LocalEndpoint:
     """Offline SageMaker training endpoint (plus moto services) on one local URL.
 
@@ -91,9 +96,7 @@ class LocalEndpoint:
 
             fallback = moto_app()
         except ImportError as exc:
-            raise RuntimeError(
-                f"The local endpoint needs moto's server extra ({exc}); install it with: pip install 'moto[server]'"
-            ) from exc
+            raise RuntimeError(needs_local_extra(exc)) from exc
 
         if self._workdir_arg is None:
             self._workdir = Path(tempfile.mkdtemp(prefix="airflow-hetero-local-"))

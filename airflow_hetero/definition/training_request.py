@@ -1,0 +1,121 @@
+"""Request mode: a CreateTrainingJob request given as is, checked as the service and the SDK check it.
+
+What it takes: the Amazon provider's ``SageMakerTrainingOperator`` ``config``, the JSON of
+``aws sagemaker create-training-job --cli-input-json`` (the operation's input, nothing else) and
+the request the SageMaker Python SDK v3 sends. It is checked with botocore's shape rules
+(:mod:`~airflow_hetero.definition.service_shapes`) and the service's heterogeneous rules
+(:mod:`~airflow_hetero.definition.request_rules`); every problem is reported at once, by its
+request path, as a :class:`~airflow_hetero.definition.errors.JobDefinitionError`.
+
+The job name is the task's: a ``TrainingJobName`` in the request is replaced by the name derived
+per task instance (it becomes the base of that name), so a retry finds its job.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from airflow_hetero.definition import naming, request_rules
+from airflow_hetero.definition.errors import JobDefinitionError, Problem
+
+__all__ = ["TITLE", "TrainingRequest", "check_request", "is_request_document", "load_request"]
+
+TITLE = "invalid CreateTrainingJob request"
+OPERATION = "CreateTrainingJob"
+#: A valid name the shape check sees in place of the task's own (which is only known when it runs).
+_STAND_IN = "request-mode"
+#: Keys of the Amazon provider's config that are no part of the request.
+_PROVIDER_ONLY = {
+    "S3Operations": (
+        "the Amazon provider's upload instructions are not run by this operator; upload the files "
+        "before the task (for example with S3CreateObjectOperator) or use a definition with source_dir"
+    ),
+}
+
+
+class TrainingRequest:
+    """A checked CreateTrainingJob request without its name; :meth:`build` names it."""
+
+    def __init__(self, request: dict[str, Any], given_name: str | None = None) -> None:
+        self.request = request
+        #: The TrainingJobName the request came with (replaced by the task's name), if any.
+        self.given_name = given_name
+
+    @property
+    def base_job_name(self) -> str:
+        """The base of the task's job names: the given name, else the image's repository (the SDK's default)."""
+        if self.given_name:
+            return naming.sanitize_base(self.given_name)
+        algorithm = self.request.get("AlgorithmSpecification") or {}
+        image = algorithm.get("TrainingImage") or algorithm.get("AlgorithmName")
+        return naming.base_name_from_image(str(image)) if image else "training"
+
+    @property
+    def name_note(self) -> str | None:
+        """What the task log says when the request's own TrainingJobName is replaced."""
+        if not self.given_name:
+            return None
+        return (
+            f"The request's TrainingJobName '{self.given_name}' is replaced by the name derived for this "
+            f"task instance (base '{self.base_job_name}'), so a retry finds its job; pass job_name= to choose it"
+        )
+
+    def build(self, *, job_name: str) -> dict[str, Any]:
+        """The request to send as ``job_name`` (a copy: the checked request stays as it was)."""
+        problem = naming.check_job_name(job_name)
+        if problem:
+            raise JobDefinitionError([Problem("job_name", problem)], "invalid training job name")
+        return {"TrainingJobName": job_name, **copy.deepcopy(self.request)}
+
+
+def is_request_document(data: Mapping[str, Any]) -> bool:
+    """A request, not a definition: its members are PascalCase (``RoleArn``), a definition's snake_case."""
+    return any(isinstance(key, str) and key[:1].isupper() for key in data)
+
+
+def check_request(data: Mapping[str, Any]) -> tuple[dict[str, Any], str | None, list[Problem]]:
+    """(the request with rendered numbers converted and no name, its given name, every problem)."""
+    from airflow_hetero.definition.service_shapes import check, operation_shapes
+
+    rest = dict(data)
+    given = rest.pop("TrainingJobName", None)
+    problems: list[Problem] = [Problem(key, why) for key, why in _PROVIDER_ONLY.items() if key in rest]
+    for key in _PROVIDER_ONLY:
+        rest.pop(key, None)
+    if given is not None and not isinstance(given, str):
+        problems.append(Problem("TrainingJobName", "must be a string (the task derives the job's name from it)"))
+        given = None
+    converted, found = check(operation_shapes(OPERATION), {**rest, "TrainingJobName": _STAND_IN}, coerce=True)
+    problems += [p.problem() for p in found]
+    request = converted if isinstance(converted, dict) else rest
+    request.pop("TrainingJobName", None)
+    problems += request_rules.service_problems(request)
+    problems += request_rules.sdk_problems(request)
+    return request, given or None, _unique(problems)
+
+
+def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest) -> TrainingRequest:
+    """A request from a mapping or a YAML/JSON file, checked; JobDefinitionError lists every problem."""
+    if isinstance(source, TrainingRequest):
+        return source
+    if not isinstance(source, Mapping):
+        from airflow_hetero.definition.job import read_definition_file
+
+        source = read_definition_file(Path(source))
+    request, given, problems = check_request(source)
+    if problems:
+        raise JobDefinitionError(problems, TITLE)
+    return TrainingRequest(request, given)
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[str, str]] = set()
+    out: list[Problem] = []
+    for problem in problems:
+        if (problem.loc, problem.msg) not in seen:
+            seen.add((problem.loc, problem.msg))
+            out.append(problem)
+    return out
