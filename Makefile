@@ -13,6 +13,10 @@ AF2_CONSTRAINTS := .ci/constraints-airflow-2.11.txt
 # the SageMaker Python SDK v2 in a venv of its own (its dependencies clash with Airflow's)
 SDK_VENV  := .venv-sdk
 SDK_STAMP := $(SDK_VENV)/.installed-stamp
+# the SageMaker Python SDK v3 (sagemaker-train, sagemaker-core) and torch, in a venv of their own
+SDK3_VENV  := .venv-sdk3
+SDK3_STAMP := $(SDK3_VENV)/.installed-stamp
+
 # The system test (tests/system, docs/deployment.md): the package's wheel, installed not editable with
 # Airflow 3 and the celery and postgres extras; every pin in .ci/constraints-system.txt.
 SYS_VENV        := .venv-system
@@ -39,6 +43,11 @@ $(SDK_STAMP): tests/support/sdk-requirements.txt
 	test -x $(SDK_VENV)/bin/python || $(PYTHON) -m venv $(SDK_VENV)
 	$(SDK_VENV)/bin/python -m pip install -q -r tests/support/sdk-requirements.txt
 	touch $(SDK_STAMP)
+
+$(SDK3_STAMP): tests/support/sdk3-requirements.txt
+	test -x $(SDK3_VENV)/bin/python || $(PYTHON) -m venv $(SDK3_VENV)
+	$(SDK3_VENV)/bin/python -m pip install -q -r tests/support/sdk3-requirements.txt
+	touch $(SDK3_STAMP)
 
 # Airflow and the extras, once; the package itself comes from its wheel (system-wheel), every run.
 $(SYS_STAMP): pyproject.toml $(SYS_CONSTRAINTS)
@@ -71,7 +80,7 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
-pytest: $(STAMP) $(SDK_STAMP)
+pytest: $(STAMP) $(SDK_STAMP) $(SDK3_STAMP)
 	$(BIN)/pytest -q
 
 pytest-af2: $(AF2_STAMP)
@@ -96,4 +105,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) $(SYS_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) $(SDK3_VENV) $(SYS_VENV) .mypy_cache .ruff_cache .pytest_cache

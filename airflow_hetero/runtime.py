@@ -6,7 +6,10 @@ dir (``SAGEMAKER_BASE_DIR``, default ``/opt/ml``, as the sagemaker-training tool
 answers with the same semantics as the toolkit's ``sagemaker_training.environment.Environment``.
 It also prints a one-line ``[airflow-hetero]`` marker that lets log summaries map hosts to
 groups, and resolves peer host addresses both on SageMaker (DNS) and on the offline endpoint
-(``AIRFLOW_HETERO_HOST_ADDRESSES``).
+(``AIRFLOW_HETERO_HOST_ADDRESSES``). For jobs whose launcher spans every host (SDK v3 puts all
+groups into one torchrun/MPI world, master on ``algo-1``), :func:`distribution_world` describes
+the world of one group, and ``python -m airflow_hetero.runtime torchrun --group G -- train.py``
+(or ``python runtime.py ...`` from a copy of this one file) launches torchrun on that group only.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ import copy
 import json
 import os
 import re
+import shlex
 import socket
+import sys
 import threading
 import time
 import urllib.parse
@@ -35,11 +40,13 @@ __all__ = [
     "TOOLKIT_HYPERPARAMETERS",
     "TOOLKIT_PREFIX",
     "GroupDispatchError",
+    "GroupWorld",
     "HostLookupError",
     "RuntimeConfigError",
     "RuntimeEnvironment",
     "connect",
     "decode_hyperparameters",
+    "distribution_world",
     "environment",
     "format_marker",
     "host_address",
@@ -57,6 +64,10 @@ BASE_DIR_ENV = "SAGEMAKER_BASE_DIR"
 DEFAULT_BASE_DIR = "/opt/ml"
 HOST_ADDRESSES_ENV = "AIRFLOW_HETERO_HOST_ADDRESSES"
 HOMOGENEOUS_GROUP = "homogeneousCluster"
+#: Names the distribution group when no argument does (a job's ``Environment``).
+DISTRIBUTION_GROUP_ENV = "AIRFLOW_HETERO_DISTRIBUTION_GROUP"
+#: torchrun's own default rendezvous port.
+DEFAULT_MASTER_PORT = 29500
 MARKER_PREFIX = "[airflow-hetero]"
 RESOURCE_CONFIG_FILE = "resourceconfig.json"
 HYPERPARAMETERS_FILE = "hyperparameters.json"
@@ -262,9 +273,7 @@ def _build(base: str, rc_path: str, config: Any, hp_path: str, raw_hps: Any) -> 
         value = framework[DISTRIBUTION_GROUPS_HP]
         # A bare string means one group (the toolkit would compare by substring instead).
         dist_groups = (
-            (value,)
-            if isinstance(value, str) and value
-            else _names(value, f"{hp_path}: {DISTRIBUTION_GROUPS_HP}")
+            (value,) if isinstance(value, str) and value else _names(value, f"{hp_path}: {DISTRIBUTION_GROUPS_HP}")
         )
     elif any(framework.get(flag, False) for flag in DISTRIBUTION_FLAGS):
         dist_groups = (group,)
@@ -296,9 +305,7 @@ _cache: dict[str, RuntimeEnvironment] = {}
 _lock = threading.Lock()
 
 
-def environment(
-    base_dir: str | os.PathLike[str] | None = None, *, reload: bool = False
-) -> RuntimeEnvironment:
+def environment(base_dir: str | os.PathLike[str] | None = None, *, reload: bool = False) -> RuntimeEnvironment:
     """The environment of this host, loaded once per base dir (``reload=True`` re-reads the files)."""
     key = os.fspath(base_dir) if base_dir is not None else os.environ.get(BASE_DIR_ENV, DEFAULT_BASE_DIR)
     with _lock:
@@ -380,9 +387,7 @@ def host_addresses() -> dict[str, str] | None:
     if not isinstance(mapping, dict) or not all(
         isinstance(k, str) and isinstance(v, str) and v for k, v in mapping.items()
     ):
-        raise RuntimeConfigError(
-            f"{HOST_ADDRESSES_ENV} must be a JSON object of host -> address, got {raw!r}"
-        )
+        raise RuntimeConfigError(f"{HOST_ADDRESSES_ENV} must be a JSON object of host -> address, got {raw!r}")
     return mapping
 
 
@@ -425,11 +430,161 @@ def connect(host: str, port: int, *, timeout: float = 60.0) -> socket.socket:
             sock = socket.create_connection((address, port), timeout=max(remaining, 1.0))
         except OSError as exc:
             if deadline - time.monotonic() <= 0:
-                raise TimeoutError(
-                    f"could not connect to {host} ({address}:{port}) within {timeout}s: {exc}"
-                ) from exc
+                raise TimeoutError(f"could not connect to {host} ({address}:{port}) within {timeout}s: {exc}") from exc
             time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
             delay = min(delay * 2, 1.0)
             continue
         sock.settimeout(None)  # the connect timeout must not linger on later reads
         return sock
+
+
+# -- the distribution on one group ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupWorld:
+    """One instance group as a torchrun/MPI world: its hosts in order, the master first among them."""
+
+    group: str
+    hosts: tuple[str, ...]
+    current_host: str
+    master_host: str
+    master_addr: str
+    """The master's address (the endpoint's loopback address locally, DNS on SageMaker)."""
+    master_port: int
+
+    @property
+    def node_rank(self) -> int | None:
+        """This host's place in the group (torchrun's ``--node_rank``); None outside the group."""
+        return self.hosts.index(self.current_host) if self.current_host in self.hosts else None
+
+    @property
+    def nnodes(self) -> int:
+        """Hosts in the world (torchrun's ``--nnodes``)."""
+        return len(self.hosts)
+
+    def world_size(self, processes_per_host: int = 1) -> int:
+        """Processes in the world: hosts times ``processes_per_host``."""
+        return self.nnodes * processes_per_host
+
+    def torchrun_args(self, nproc_per_node: int = 1) -> list[str]:
+        """torchrun's options for this host (a host outside the group raises ``RuntimeConfigError``)."""
+        rank = self.node_rank
+        if rank is None:
+            raise RuntimeConfigError(
+                f"host {self.current_host} is not in distribution group {self.group!r} "
+                f"(its hosts: {', '.join(self.hosts)}): it takes no part in the torchrun world"
+            )
+        return [
+            f"--nnodes={self.nnodes}",
+            f"--node_rank={rank}",
+            f"--nproc_per_node={nproc_per_node}",
+            f"--master_addr={self.master_addr}",
+            f"--master_port={self.master_port}",
+        ]
+
+    def mpi_hosts(self, slots: int = 1) -> str:
+        """mpirun's ``-H`` list of the group (``algo-2:1,algo-4:1``), to run on the master host."""
+        return ",".join(f"{host}:{slots}" for host in self.hosts)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The world as JSON-ready data (what ``python -m airflow_hetero.runtime world`` prints)."""
+        return {
+            "group": self.group,
+            "hosts": list(self.hosts),
+            "current_host": self.current_host,
+            "node_rank": self.node_rank,
+            "nnodes": self.nnodes,
+            "master_host": self.master_host,
+            "master_addr": self.master_addr,
+            "master_port": self.master_port,
+        }
+
+
+def distribution_world(
+    group: str | None = None,
+    *,
+    master_port: int = DEFAULT_MASTER_PORT,
+    env: RuntimeEnvironment | None = None,
+    timeout: float = 60.0,
+) -> GroupWorld:
+    """The world of the distribution group: ``group``, else ``AIRFLOW_HETERO_DISTRIBUTION_GROUP``,
+    else the job's one distribution group (``sagemaker_distribution_instance_groups``)."""
+    env = env or environment()
+    name = group or os.environ.get(DISTRIBUTION_GROUP_ENV)
+    if not name and len(env.distribution_instance_groups) == 1:
+        name = env.distribution_instance_groups[0]
+    if not name:
+        known = ", ".join(env.instance_groups) or "(none listed in resourceconfig.json)"
+        raise RuntimeConfigError(
+            f"name the distribution group (--group, or {DISTRIBUTION_GROUP_ENV} in the job's environment); "
+            f"the job's instance groups are {known}"
+        )
+    try:
+        hosts = env.group_hosts(name)
+    except KeyError as exc:
+        raise RuntimeConfigError(str(exc.args[0])) from None
+    if not hosts:
+        raise RuntimeConfigError(f"instance group {name!r} has no hosts in resourceconfig.json")
+    master = hosts[0]
+    return GroupWorld(name, hosts, env.current_host, master, host_address(master, timeout=timeout), master_port)
+
+
+def _parser() -> Any:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m airflow_hetero.runtime", description="The distribution on one instance group."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("world", "print the group's world as JSON"),
+        ("torchrun-args", "print this host's torchrun options (exit 3 outside the group)"),
+        ("torchrun", "run torchrun on the group's hosts; the others run the script with plain Python"),
+    ):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--group", help=f"the distribution group (default: ${DISTRIBUTION_GROUP_ENV})")
+        sub.add_argument("--master-port", type=int, default=DEFAULT_MASTER_PORT)
+        if name != "world":
+            sub.add_argument("--nproc-per-node", type=int, default=1)
+        if name == "torchrun":
+            sub.add_argument("--others", choices=("run", "skip"), default="run", help="what other hosts do")
+            sub.add_argument("script", nargs=argparse.REMAINDER, help="-- SCRIPT [ARGS...]")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``world``, ``torchrun-args`` or ``torchrun`` (which replaces this process with the launch)."""
+    args = _parser().parse_args(argv)
+    try:
+        world = distribution_world(args.group, master_port=args.master_port)
+    except (RuntimeConfigError, HostLookupError) as exc:
+        print(f"airflow_hetero.runtime: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "world":
+        print(json.dumps(world.as_dict()))
+        return 0
+    if args.command == "torchrun-args":
+        if world.node_rank is None:
+            print(f"airflow_hetero.runtime: {world.current_host} is not in group {world.group}", file=sys.stderr)
+            return 3
+        print(shlex.join(world.torchrun_args(args.nproc_per_node)))
+        return 0
+    script = args.script[1:] if args.script[:1] == ["--"] else args.script
+    if not script:
+        print("airflow_hetero.runtime: torchrun needs a script: ... torchrun --group G -- train.py", file=sys.stderr)
+        return 2
+    log_marker()
+    if world.node_rank is not None:
+        command = ["torchrun", *world.torchrun_args(args.nproc_per_node), *script]
+    elif args.others == "run":
+        command = [sys.executable, *script]
+    else:
+        return 0
+    print(f"{MARKER_PREFIX} launch: {shlex.join(command)}", flush=True)
+    os.execvp(command[0], command)
+    return 127  # not reached: exec replaced the process
+
+
+if __name__ == "__main__":
+    sys.exit(main())

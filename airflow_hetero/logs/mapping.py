@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 __all__ = ["SOURCES", "Evidence", "HostMapping", "collect_evidence", "resolve_mapping", "weigh"]
 
 
-#: Mapping sources, most trusted first.
-SOURCES = ("marker", "toolkit", "group_map", "single_group")
+#: Mapping sources, most trusted first: the runtime marker, the toolkit's SM_CURRENT_* lines, a
+#: printed ``resourceconfig.json`` (SDK v3's ``sm_train.sh``), a whole group map, a one-group job.
+SOURCES = ("marker", "toolkit", "resource_config", "group_map", "single_group")
 
 
 @dataclass
@@ -37,8 +38,10 @@ def resolve_mapping(streams: Sequence[StreamLog], groups: Sequence[GroupSpec] = 
     """Map hosts to groups by the most trusted evidence; never guess from host numbers.
 
     Order of trust: the runtime helper's marker line; the toolkit's ``SM_CURRENT_HOST`` /
-    ``SM_CURRENT_INSTANCE_GROUP`` lines (both only from the host's own streams: a line in one host's
-    stream naming another host is ignored and listed as a problem); the whole map in ``SM_RESOURCE_CONFIG`` /
+    ``SM_CURRENT_INSTANCE_GROUP`` lines; the ``resourceconfig.json`` line SDK v3's ``sm_train.sh``
+    prints at every log level (``current_host`` / ``current_group_name``; these three only from the
+    host's own streams: a line in one host's stream naming another host is ignored and listed as a
+    problem); the whole map in ``SM_RESOURCE_CONFIG`` /
     ``SM_INSTANCE_GROUPS_DICT`` from any stream (covers MPI workers that print no start-up block);
     a job with a single group. Two answers at the same level leave the host to lower levels; a host
     nothing maps is unmapped. ``groups`` (from DescribeTrainingJob) is the cross-check.
@@ -102,6 +105,14 @@ def _own_claims(log: StreamLog, evidence: Evidence) -> None:
             )
         else:
             evidence.claim("toolkit", speaker, log.current_group)
+    if log.config_claim is not None:
+        host, group = log.config_claim
+        if host != log.host:
+            evidence.foreign.append(
+                f"{log.stream}: resourceconfig.json names host {host}, not its own host {log.host}; ignored"
+            )
+        else:
+            evidence.claim("resource_config", host, group)
 
 
 def weigh(evidence: Evidence) -> tuple[dict[str, str], dict[str, str], list[str]]:

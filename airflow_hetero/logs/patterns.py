@@ -18,8 +18,10 @@ from airflow_hetero.runtime import MARKER_PREFIX
 __all__ = [
     "DEFAULT_ERROR_PATTERNS",
     "DEFAULT_WARNING_PATTERNS",
+    "ENV_LINE",
     "ENV_PREFIX",
     "EVIDENCE_LITERALS",
+    "RESOURCE_CONFIG_KEY",
     "AnyPattern",
     "LineRules",
     "compile_patterns",
@@ -68,8 +70,16 @@ DEFAULT_WARNING_PATTERNS: tuple[str, ...] = (
 
 #: Lines starting with this are the toolkit's environment dump (evidence of the host's group).
 ENV_PREFIX = "SM_"
-#: Text whose lines may carry evidence of the host's group: the environment dump, the runtime marker.
-EVIDENCE_LITERALS: tuple[str, ...] = (ENV_PREFIX, MARKER_PREFIX)
+#: A line of an environment dump, ``NAME=value`` with an upper-case name: the toolkit prints its
+#: ``SM_*`` variables, SDK v3's drivers the whole container environment (``NCCL_DEBUG=WARN``,
+#: ``LOG_LEVEL=ERROR``). Such a line is configuration, never an error or a warning.
+ENV_LINE = re.compile(r"[A-Z_][A-Z0-9_]*=")
+#: A member only ``resourceconfig.json`` (and dumps of it) has: SDK v3's ``sm_train.sh`` prints the
+#: file as one line, at every log level, so it names the host's group where nothing else does.
+RESOURCE_CONFIG_KEY = '"current_group_name"'
+#: Text whose lines may carry evidence of the host's group: the environment dump, the runtime
+#: marker, a printed ``resourceconfig.json``.
+EVIDENCE_LITERALS: tuple[str, ...] = (ENV_PREFIX, MARKER_PREFIX, RESOURCE_CONFIG_KEY)
 _PLAIN_FLAGS = re.compile("", re.MULTILINE).flags
 #: What may be a numbered back-reference or a group condition (an escaped backslash before a
 #: digit too: a false alarm only costs the joining).

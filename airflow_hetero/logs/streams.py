@@ -20,7 +20,7 @@ from operator import itemgetter
 from typing import Any
 
 from airflow_hetero.logs.pagescan import candidate_lines, page_text
-from airflow_hetero.logs.patterns import ENV_PREFIX, LineRules
+from airflow_hetero.logs.patterns import ENV_LINE, ENV_PREFIX, RESOURCE_CONFIG_KEY, LineRules
 from airflow_hetero.logs.text import strip_control
 from airflow_hetero.runtime import MARKER_PREFIX, parse_marker
 
@@ -136,6 +136,8 @@ class StreamLog:
     current_host: str | None = None
     current_group: str | None = None
     group_map: dict[str, dict[str, Any]] | None = None
+    #: (host, group) of a printed ``resourceconfig.json`` (``current_host``, ``current_group_name``)
+    config_claim: tuple[str, str] | None = None
     _in_traceback: ErrorSample | None = None
     _interleaved: int = 0
 
@@ -239,6 +241,10 @@ class StreamLog:
         if line.startswith(ENV_PREFIX) and _ENV_LINE.match(line):
             self._env_line(line)  # toolkit configuration dump: evidence, never an error or warning
             return
+        if ENV_LINE.match(line):
+            return  # another line of an environment dump (SDK v3 prints them all): never an error or warning
+        if RESOURCE_CONFIG_KEY in line:
+            self._config_line(line)
         if _MARKER_TAG in line:
             self._marker_line(line)
         rules = self.rules
@@ -291,6 +297,17 @@ class StreamLog:
         if parsed is not None:
             self.marker.setdefault(parsed[0], parsed[1])
 
+    def _config_line(self, line: str) -> None:
+        """A printed ``resourceconfig.json``: the host's own group, and the whole map."""
+        parsed = parse_resource_config_line(line)
+        if parsed is None:
+            return
+        host, group, group_map = parsed
+        if self.config_claim is None:
+            self.config_claim = (host, group)
+        if self.group_map is None:
+            self.group_map = group_map
+
     def _env_line(self, line: str) -> None:
         key, _, value = line.rstrip().partition("=")
         if key == "SM_CURRENT_HOST" and self.current_host is None and value:
@@ -306,11 +323,8 @@ def parse_group_map(key: str, value: str) -> dict[str, dict[str, Any]] | None:
 
     Returns None for anything that is not the expected shape (a line cut short, another format).
     """
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
+    data = _json_object(value)
+    if data is None:
         return None
     items: Iterable[Any]
     items = data.get("instance_groups") or () if key == "SM_RESOURCE_CONFIG" else data.values()
@@ -326,3 +340,27 @@ def parse_group_map(key: str, value: str) -> dict[str, dict[str, Any]] | None:
             "hosts": [str(h) for h in hosts],
         }
     return result or None
+
+
+def parse_resource_config_line(line: str) -> tuple[str, str, dict[str, dict[str, Any]] | None] | None:
+    """A ``resourceconfig.json`` printed as one line -> (current host, its group, the group map).
+
+    None unless the line is a JSON object naming ``current_host`` and ``current_group_name``.
+    """
+    text = line.strip()
+    data = _json_object(text) if text.startswith("{") else None
+    if data is None:
+        return None
+    host, group = data.get("current_host"), data.get("current_group_name")
+    if not isinstance(host, str) or not host or not isinstance(group, str) or not group:
+        return None
+    return host, group, parse_group_map("SM_RESOURCE_CONFIG", text)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed as a JSON object; None when it is not one."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None

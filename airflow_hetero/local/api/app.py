@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from xml.sax.saxutils import escape
 
-from airflow_hetero.local.api import pricing, tagging
+from airflow_hetero.local.api import iam, pricing, tagging
 from airflow_hetero.local.api.errors import ServiceError, validation
 from airflow_hetero.local.api.service import TrainingService
 from airflow_hetero.local.training.clients import DEFAULT_REGION
@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/")
+_SERVICE_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[a-z0-9-]+/([a-z0-9-]+)/")
 _CONTENT_TYPE = "application/x-amz-json-1.1"
 #: Bind addresses meaning "every interface": any Host is accepted there (Origin is still refused).
 ANY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
@@ -64,6 +65,12 @@ def moto_app() -> WSGIApp:
 
     app: WSGIApp = DomainDispatcherApplication(create_backend_app)
     return app
+
+
+def signing_service(environ: dict[str, Any]) -> str | None:
+    """The service a request was signed for (SigV4 credential scope), None when unsigned."""
+    match = _SERVICE_SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+    return match.group(1) if match else None
 
 
 def request_region(environ: dict[str, Any]) -> str:
@@ -93,6 +100,8 @@ class EndpointApp:
         prefix, _, action = environ.get("HTTP_X_AMZ_TARGET", "").partition(".")
         if prefix == PRICE_LIST_PREFIX:
             return self._pricing(action, environ, start_response)
+        if not prefix and signing_service(environ) == "iam" and environ.get("REQUEST_METHOD") == "POST":
+            return self._iam(environ, start_response)
         if prefix != "SageMaker":
             return self.fallback(environ, start_response)
         try:
@@ -120,6 +129,24 @@ class EndpointApp:
         except ServiceError as err:
             status, payload = err.status, {"__type": err.code, "message": err.message}
         return _json_answer(start_response, status, payload)
+
+    def _iam(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """IAM actions answered here (:mod:`.iam`); the others go to moto with the body put back."""
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) if length else b""
+        action, form = iam.form_action(raw)
+        if action not in iam.ACTIONS:
+            environ = {**environ, "wsgi.input": io.BytesIO(raw), "CONTENT_LENGTH": str(len(raw))}
+            return self.fallback(environ, start_response)
+        try:
+            data = iam.answer(action, form)
+        except ServiceError as err:
+            return _error_answer(environ, start_response, f"{err.status} Bad Request", err.code, err.message)
+        start_response(
+            "200 OK",
+            [("Content-Type", "text/xml"), ("Content-Length", str(len(data))), ("x-amzn-RequestId", str(uuid.uuid4()))],
+        )
+        return [data]
 
     def _handler(self, action: str, body: dict[str, Any]) -> Callable[[dict[str, Any], str], dict[str, Any]] | None:
         """This endpoint's handler of ``action``; None for moto. Training-job actions it lacks are refused."""

@@ -47,10 +47,15 @@ def host_environment(
     base_dir: Path,
     code_dir: Path,
     resolver_dir: Path,
+    container: bool = False,
 ) -> dict[str, str]:
     """The full environment of one host process (``job``: TRAINING_JOB_NAME / TRAINING_JOB_ARN).
 
     ``credentials`` (access key, secret key) are the endpoint's fake ones, with ``endpoint_url``.
+    A ``container`` host (it sees its tree as ``/opt/ml``) gets no ``SAGEMAKER_BASE_DIR`` and no code
+    dir on ``PYTHONPATH``, as in a container, and the endpoint's Python first on ``PATH`` (so the
+    ``python3`` and ``pip`` a command finds are the ones that run the endpoint), which the request's
+    ``Environment`` may override.
     """
     access_key, secret_key = credentials
     env = {k: v for k, v in os.environ.items() if not k.startswith(INHERIT_DROP)}
@@ -63,18 +68,20 @@ def host_environment(
             "AWS_ENDPOINT_URL": endpoint_url,
         }
     )
+    if container:
+        env["PATH"] = os.pathsep.join(p for p in (os.path.dirname(sys.executable), env.get("PATH")) if p)
     env.update(request_env)
     env.update(variables)
     env.update(launcher)
     env.update(job)
+    paths = (str(resolver_dir),) if container else (str(resolver_dir), str(code_dir))
     env.update(
         {
-            "SAGEMAKER_BASE_DIR": str(base_dir),
             resolver.ADDRESSES_ENV: json.dumps(addresses),
             "PYTHONUNBUFFERED": "1",
-            "PYTHONPATH": os.pathsep.join(
-                p for p in (str(resolver_dir), str(code_dir), os.environ.get("PYTHONPATH")) if p
-            ),
+            "PYTHONPATH": os.pathsep.join(p for p in (*paths, os.environ.get("PYTHONPATH")) if p),
         }
     )
+    if not container:
+        env["SAGEMAKER_BASE_DIR"] = str(base_dir)
     return env

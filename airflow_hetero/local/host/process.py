@@ -152,6 +152,29 @@ def wait_gone(ended: list[EndedProcess], timeout: float = KILL_WAIT) -> list[End
     return left
 
 
+def opt_ml_problem(directory: Path, timeout: float = 10.0) -> str | None:
+    """Why a host could not get ``directory`` as its own ``/opt/ml`` here (None: it can).
+
+    Runs the host shim's namespace step once on ``/bin/true``, exactly as a host would start.
+    """
+    from airflow_hetero.local.host import shim
+
+    try:
+        done = subprocess.run(
+            [sys.executable, str(SHIM), "--opt-ml", str(directory), "--", "/bin/true"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the check could not run: {exc}"
+    if done.returncode == 0:
+        return None
+    lines = [line.removeprefix(shim.ISOLATION_PREFIX) for line in done.stderr.splitlines() if line.strip()]
+    return "; ".join(lines) or f"the check exited with code {done.returncode}"
+
+
 @dataclass(frozen=True)
 class HostUsage:
     """The kernel's account of a host's main process and its reaped descendants, taken when reaped.
@@ -179,8 +202,11 @@ class HostProcess:
         sink: LineSink,
         mark: str | None = None,
         grace: float = 2.0,
+        opt_ml: Path | None = None,
     ) -> None:
         self.name = name
+        self.opt_ml = opt_ml
+        """The directory the host sees as ``/opt/ml`` (its own mount namespace); None: no namespace."""
         self.command = command
         self.mark = mark
         """The host's mark (see :func:`host_mark`), carried by all its processes; None: unmarked."""
@@ -226,7 +252,10 @@ class HostProcess:
         env = dict(self._env)
         if self.mark is not None:
             env[MARK_ENV] = self.mark
-        shim = [sys.executable, str(SHIM), "--parent", str(os.getpid()), "--grace", repr(self._grace), "--"]
+        shim = [sys.executable, str(SHIM), "--parent", str(os.getpid()), "--grace", repr(self._grace)]
+        if self.opt_ml is not None:
+            shim += ["--opt-ml", str(self.opt_ml)]
+        shim.append("--")
         self.proc = subprocess.Popen(
             [*shim, *self.command],
             cwd=self._cwd,

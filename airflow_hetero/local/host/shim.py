@@ -17,6 +17,12 @@ freely); the main loop passes each one to every descendant. SIGTERM also starts 
 so a host ends within that bound even when nobody is left to kill it. The shim exits with the entry
 point's exit code (or dies of the same signal). When the entry point ends, whatever it left running
 is ended too (SIGTERM, then SIGKILL after the grace), as when a SageMaker container stops.
+
+Given ``--opt-ml DIR`` (jobs whose ``ContainerEntrypoint`` uses absolute ``/opt/ml`` paths, as the
+SageMaker Python SDK v3's drivers do), the shim first moves into a mount namespace of its own where
+``DIR`` is bind-mounted on ``/opt/ml``, so the host and everything it starts see their own tree
+there: as root (``CAP_SYS_ADMIN``) a plain mount namespace, else an unprivileged user namespace
+with it. When neither can be had it writes why on stderr and exits with ``ISOLATION_FAILED``.
 """
 
 from __future__ import annotations
@@ -40,6 +46,16 @@ KILL_WAIT = 2.0
 #: Seconds between two looks at the entry point and the pending signals.
 TICK = 0.02
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Where a container sees its SageMaker tree.
+OPT_ML = "/opt/ml"
+#: The shim's exit code when it could not give the host its own ``/opt/ml``.
+ISOLATION_FAILED = 125
+ISOLATION_PREFIX = "hostshim: cannot give this host its own /opt/ml: "
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
 
 _received: list[int] = []
 """Signals noted by the handler, not yet passed on (appended by the handler, drained by the loop)."""
@@ -70,6 +86,52 @@ def become_subreaper() -> bool:
 def die_with_parent(signum: int = signal.SIGTERM) -> bool:
     """Get ``signum`` when the parent thread dies (Linux); False where unsupported."""
     return _prctl(PR_SET_PDEATHSIG, int(signum))
+
+
+def _bind_opt_ml(libc: ctypes.CDLL, directory: str) -> str | None:
+    """In a fresh mount namespace: keep its mounts private, then bind ``directory`` on ``/opt/ml``."""
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return f"making / private in the new mount namespace failed: {os.strerror(ctypes.get_errno())}"
+    if not os.path.isdir(OPT_ML):
+        return f"{OPT_ML} does not exist and this user cannot create it (create it once: sudo mkdir -p {OPT_ML})"
+    if libc.mount(directory.encode(), OPT_ML.encode(), None, MS_BIND | MS_REC, None) != 0:
+        return f"binding {directory} on {OPT_ML} failed: {os.strerror(ctypes.get_errno())}"
+    return None
+
+
+def _map_self(uid: int, gid: int) -> None:
+    """Map this user to itself in the user namespace just entered (as ``unshare --user`` does)."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+            handle.write(text)
+
+
+def own_opt_ml(directory: str) -> str | None:
+    """Move into a mount namespace where ``directory`` is ``/opt/ml``; None when done, else why not.
+
+    As root, a mount namespace (``/opt/ml`` is created when missing); otherwise, or when root lacks
+    ``CAP_SYS_ADMIN`` (an unprivileged container), an unprivileged user namespace with one. Must run
+    while the process has a single thread (the kernel's rule for entering a user namespace).
+    """
+    if not sys.platform.startswith("linux"):
+        return "mount namespaces are a Linux feature; this system has none"
+    libc = ctypes.CDLL(None, use_errno=True)
+    tried = []
+    if os.geteuid() == 0:
+        with contextlib.suppress(OSError):
+            os.makedirs(OPT_ML, exist_ok=True)
+        if libc.unshare(CLONE_NEWNS) == 0:
+            return _bind_opt_ml(libc, directory)
+        tried.append(f"as root, a mount namespace: {os.strerror(ctypes.get_errno())}")
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0:
+        try:
+            _map_self(uid, gid)
+        except OSError as exc:
+            return f"mapping user {uid} in the new user namespace failed: {exc}"
+        return _bind_opt_ml(libc, directory)
+    tried.append(f"an unprivileged user namespace: {os.strerror(ctypes.get_errno())}")
+    return "neither is available here (" + "; ".join(tried) + ")"
 
 
 def descendants(root: int) -> list[int]:
@@ -179,28 +241,38 @@ def supervise(child: int, grace: float) -> tuple[int, float]:
         time.sleep(TICK)
 
 
-def parse(argv: list[str]) -> tuple[int | None, float, list[str]]:
-    """(parent pid or None, grace seconds, command) from ``[--parent PID] [--grace S] -- COMMAND...``."""
+def parse(argv: list[str]) -> tuple[int | None, float, str | None, list[str]]:
+    """(parent pid or None, grace seconds, /opt/ml directory or None, command) from
+    ``[--parent PID] [--grace S] [--opt-ml DIR] -- COMMAND...``."""
     parent: int | None = None
     grace = GRACE
+    opt_ml: str | None = None
     args = list(argv)
-    while args and args[0] in ("--parent", "--grace") and len(args) > 1:
+    while args and args[0] in ("--parent", "--grace", "--opt-ml") and len(args) > 1:
         option, value = args.pop(0), args.pop(0)
         if option == "--parent":
             parent = int(value)
-        else:
+        elif option == "--grace":
             grace = float(value)
+        else:
+            opt_ml = value
     if args and args[0] == "--":
         args.pop(0)
-    return parent, grace, args
+    return parent, grace, opt_ml, args
 
 
 def main(argv: list[str]) -> int:
     """Run the command, return its exit code; die of its signal when it was killed."""
-    parent, grace, command = parse(argv)
+    parent, grace, opt_ml, command = parse(argv)
     if not command:
         sys.stderr.write("hostshim: no command\n")
         return 2
+    if opt_ml is not None:
+        problem = own_opt_ml(opt_ml)
+        if problem is not None:
+            sys.stderr.write(ISOLATION_PREFIX + problem + "\n")
+            return ISOLATION_FAILED
+        os.chdir(OPT_ML)  # the same folder, now under the name a container knows it by
     for signum in FORWARDED:
         signal.signal(signum, _note)
     become_subreaper()

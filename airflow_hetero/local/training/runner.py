@@ -12,7 +12,6 @@ merged into ``<S3OutputPath>/<job>/output/model.tar.gz``.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import signal
 import threading
@@ -21,13 +20,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_hetero.local.host import toolkit_env
-from airflow_hetero.local.host.launch import command, host_environment, install_resolver
-from airflow_hetero.local.host.process import KILL_WAIT, EndedProcess, HostProcess, host_mark, kill_tree
-from airflow_hetero.local.training.clients import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, Clients
+from airflow_hetero.local.host.launch import install_resolver
+from airflow_hetero.local.host.process import (
+    KILL_WAIT,
+    EndedProcess,
+    HostProcess,
+    host_mark,
+    kill_tree,
+    opt_ml_problem,
+)
+from airflow_hetero.local.training.clients import Clients
+from airflow_hetero.local.training.hostspec import host_spec
 from airflow_hetero.local.training.layout import Cluster, Host
 from airflow_hetero.local.training.logship import LogShipper, stream_name
-from airflow_hetero.local.training.prepare import JobFailure, prepare_hosts
+from airflow_hetero.local.training.prepare import EntryPoint, JobFailure, prepare_hosts
 from airflow_hetero.local.training.store import JobStore, add_transition, finish
 from airflow_hetero.local.training.training_metrics import MetricMatcher
 from airflow_hetero.local.training.transfer import has_files, join_uri, tar_directories, upload
@@ -149,7 +155,7 @@ class JobRunner:
             max_runtime = (record.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds", 86400)
             self._deadline = time.monotonic() + float(max_runtime)
             self._check_interrupt()
-            program = prepare_hosts(
+            entry = prepare_hosts(
                 record=record,
                 cluster=self._cluster,
                 s3=self._s3(),
@@ -159,10 +165,12 @@ class JobRunner:
                 max_channel_bytes=self._options.max_channel_bytes,
             )
             self._check_interrupt()
+            if entry.command is not None:
+                self._check_isolation()
             self._update(
                 lambda r: add_transition(r, "Training", "Training image download completed. Training in progress.")
             )
-            self._train(record, program)
+            self._train(record, entry)
         except _Interrupted as interrupt:
             self._conclude(self._conclude_interrupt, interrupt)
         except JobFailure as failure:
@@ -182,10 +190,21 @@ class JobRunner:
             log.exception("job %s: could not record its ending", self.name)
             self._fail(f"InternalServerError: the local endpoint failed while ending the job: {exc!r}")
 
+    def _check_isolation(self) -> None:
+        """Fail the job, before any host starts, when hosts cannot get their own ``/opt/ml`` here."""
+        first = self._cluster.hosts[0]
+        problem = opt_ml_problem(first.base_dir)
+        if problem is not None:
+            raise JobFailure(
+                "ClientError: The local endpoint runs a ContainerEntrypoint on every host with the host's own "
+                "folder as /opt/ml, which needs a mount namespace: run the endpoint as root, or where "
+                f"unprivileged user namespaces are allowed. {problem}. No host was started."
+            )
+
     def _s3(self) -> Any:
         return self._clients.get("s3", self._region)
 
-    def _train(self, record: dict[str, Any], program: str) -> None:
+    def _train(self, record: dict[str, Any], entry: EntryPoint) -> None:
         shipper = LogShipper(self._clients.get("logs", self._region), interval=self._options.log_flush_interval)
         cloudwatch = self._clients.get("cloudwatch", self._region)
         sampler = MetricsSampler(cloudwatch, self.name, interval=self._options.metrics_interval)
@@ -195,7 +214,7 @@ class JobRunner:
         sampler.start()
         matcher.start()
         try:
-            self._start_hosts(record, program, shipper, sampler, matcher)
+            self._start_hosts(record, entry, shipper, sampler, matcher)
             failed = self._supervise(sampler)
         finally:
             self._terminate_all()
@@ -219,7 +238,7 @@ class JobRunner:
     def _start_hosts(
         self,
         record: dict[str, Any],
-        program: str,
+        entry: EntryPoint,
         shipper: LogShipper,
         sampler: MetricsSampler,
         matcher: MetricMatcher,
@@ -230,44 +249,30 @@ class JobRunner:
         facts: list[dict[str, Any]] = []
         for host in self._cluster.hosts:
             self._check_interrupt()
-            data_config = json.loads((host.config_dir / "inputdataconfig.json").read_text(encoding="utf-8"))
-            env_block = toolkit_env.training_env(
-                resource=self._cluster.resource_config(host),
-                data_config=data_config,
-                raw_hyperparameters=record.get("HyperParameters") or {},
-                base_dir=host.base_dir,
+            spec = host_spec(
+                record,
+                entry,
+                self._cluster,
+                host,
+                region=self._region,
+                endpoint_url=self._clients.endpoint_url,
+                resolver_dir=self._resolver_dir,
                 job_name=self.name,
             )
-            variables = toolkit_env.env_vars(env_block)
-            launcher = toolkit_env.launcher_env(env_block, self._cluster.addresses())
-            argv = command(program, toolkit_env.user_args(env_block["hyperparameters"]))
             stream = stream_name(self.name, host.name, int(time.time()))
             shipper.open_stream(stream)
             proc = HostProcess(
                 host.name,
-                argv,
-                env=host_environment(
-                    region=self._region,
-                    endpoint_url=self._clients.endpoint_url,
-                    credentials=(FAKE_ACCESS_KEY, FAKE_SECRET_KEY),
-                    request_env=record.get("Environment") or {},
-                    variables=variables,
-                    launcher=launcher,
-                    job={"TRAINING_JOB_NAME": self.name, "TRAINING_JOB_ARN": record["TrainingJobArn"]},
-                    addresses=self._cluster.addresses(),
-                    base_dir=host.base_dir,
-                    code_dir=host.code_dir,
-                    resolver_dir=self._resolver_dir,
-                ),
-                cwd=host.code_dir,
+                spec.argv,
+                env=spec.env,
+                cwd=spec.cwd,
                 log_file=logs_dir / f"{host.name}.log",
                 sink=functools.partial(_emit, shipper, matcher, stream),
                 mark=host_mark(host.base_dir),
                 grace=self._options.stop_grace,
+                opt_ml=spec.opt_ml,
             )
-            now = time.time()
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
-            for line in toolkit_env.startup_lines(env_block, variables, argv, stamp):
+            for line in spec.banner:
                 proc.write_line(line)
             pid = proc.start()
             self._procs[host.name] = proc

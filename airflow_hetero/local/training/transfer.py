@@ -229,6 +229,12 @@ def _open_new(path: Path) -> int:
     return os.open(path, flags, 0o644)
 
 
+def file_mode(mode: int) -> int:
+    """The mode an extracted file keeps: its permission bits without set-id, sticky or group/other write
+    (as tarfile's ``data`` filter keeps them), always readable and writable by its owner."""
+    return (mode & 0o755) | 0o600
+
+
 def safe_extract(data: bytes, dest: Path, max_bytes: int = 1 << 30) -> list[str]:
     """Extract a (gzipped) tarball into ``dest``, refusing any member that could land outside it.
 
@@ -236,7 +242,8 @@ def safe_extract(data: bytes, dest: Path, max_bytes: int = 1 << 30) -> list[str]
     device files, links whose fully resolved target is outside, more than ``max_bytes`` of files.
     Then it is written without tarfile's extraction code (so without relying on its filters):
     directories and files first, with ``O_NOFOLLOW`` and no link in place yet, each file cut off at
-    its declared size, hard links as copies, symlinks last; finally every symlink is resolved by
+    its declared size and keeping its mode (:func:`file_mode`: an executable stays executable),
+    hard links as copies, symlinks last; finally every symlink is resolved by
     the kernel and must still be inside ``dest``. A refused archive leaves ``dest`` empty.
     """
     dest.mkdir(parents=True, exist_ok=True)
@@ -280,6 +287,7 @@ def _write_members(
             source = tar.extractfile(member)
             assert source is not None
             with os.fdopen(_open_new(target), "wb") as out:
+                os.fchmod(out.fileno(), file_mode(member.mode))
                 left = member.size
                 while left > 0:
                     piece = source.read(min(left, 1 << 20))
@@ -296,6 +304,7 @@ def _write_members(
             target = dest.joinpath(*parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(dest.joinpath(*hard[parts]), "rb") as src, os.fdopen(_open_new(target), "wb") as out:
+                os.fchmod(out.fileno(), os.fstat(src.fileno()).st_mode & 0o7777)
                 shutil.copyfileobj(src, out)
     for member in members:  # symlinks last, so nothing above was written through one
         if member.issym():
