@@ -17,7 +17,15 @@ SDK_STAMP := $(SDK_VENV)/.installed-stamp
 SDK3_VENV  := .venv-sdk3
 SDK3_STAMP := $(SDK3_VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck docs pytest pytest-af2 af2-constraints bench clean
+# The system test (tests/system, docs/deployment.md): the package's wheel, installed not editable with
+# Airflow 3 and the celery and postgres extras; every pin in .ci/constraints-system.txt.
+SYS_VENV        := .venv-system
+SYS_BIN         := $(SYS_VENV)/bin
+SYS_STAMP       := $(SYS_VENV)/.installed-stamp
+SYS_CONSTRAINTS := .ci/constraints-system.txt
+SYS_WHEELS      := $(SYS_VENV)/wheels
+
+.PHONY: test demo lint typecheck docs pytest pytest-af2 system system-wheel af2-constraints bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +49,27 @@ $(SDK3_STAMP): tests/support/sdk3-requirements.txt
 	$(SDK3_VENV)/bin/python -m pip install -q -r tests/support/sdk3-requirements.txt
 	touch $(SDK3_STAMP)
 
+# Airflow and the extras, once; the package itself comes from its wheel (system-wheel), every run.
+$(SYS_STAMP): pyproject.toml $(SYS_CONSTRAINTS)
+	test -x $(SYS_BIN)/python || $(PYTHON) -m venv $(SYS_VENV)
+	$(SYS_BIN)/python -m pip install -q --upgrade pip
+	$(SYS_BIN)/python -m pip install -q -c $(SYS_CONSTRAINTS) 'apache-airflow[celery,postgres]' \
+		'apache-airflow-providers-common-compat' 'apache-airflow-providers-amazon[aiobotocore]' \
+		'moto[server]' psutil werkzeug pydantic PyYAML pytest pytest-asyncio
+	touch $(SYS_STAMP)
+
+# Build the wheel from this checkout and install it, not editable (its dependencies are already there).
+system-wheel: $(SYS_STAMP)
+	rm -rf $(SYS_WHEELS)
+	$(SYS_BIN)/python -m pip wheel -q --no-deps . -w $(SYS_WHEELS)
+	$(SYS_BIN)/python -m pip install -q --force-reinstall --no-deps $(SYS_WHEELS)/airflow_hetero-*.whl
+	$(SYS_BIN)/python -m pip check
+
+# A production-shaped Airflow (PostgreSQL, Redis, CeleryExecutor, every component its own process)
+# against the offline endpoint; needs postgres/initdb, redis-server and chromium (.ci/run installs them).
+system: system-wheel
+	HETERO_SYSTEM_TEST=1 $(SYS_BIN)/pytest -q -p no:cacheprovider tests/system
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
@@ -57,7 +86,7 @@ pytest: $(STAMP) $(SDK_STAMP) $(SDK3_STAMP)
 pytest-af2: $(AF2_STAMP)
 	$(AF2_BIN)/pytest -q -p no:cacheprovider
 
-test: lint typecheck docs pytest pytest-af2
+test: lint typecheck docs pytest pytest-af2 system
 
 # Re-resolve the Airflow 2.11 pins (after changing dependencies): a fresh resolution, frozen.
 af2-constraints:
@@ -76,4 +105,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) $(SDK3_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) $(SDK3_VENV) $(SYS_VENV) .mypy_cache .ruff_cache .pytest_cache

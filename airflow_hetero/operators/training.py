@@ -153,6 +153,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         self.fail_on_stopped = fail_on_stopped
         self.on_existing_job = on_existing_job
         self.active_job_name: str | None = None  # the job on_kill stops
+        self.waiting_hook: HeteroTrainingHook | None = None  # the wait's hook: on_kill stops through its client
         self.submitted_at: float | None = None  # epoch of our own CreateTrainingJob (not-found grace)
         self.wait_limit: float | None = None  # the submitted job's MaxRuntime (+ MaxWait) + margin
 
@@ -359,7 +360,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         started = time.monotonic()
         started_at = time.time()
         job = self.load_definition(context)
-        hook = self.make_hook()
+        hook = self.waiting_hook = self.make_hook()
         region = hook.conn_region_name
         name, describe = self.start_job(hook, job, context, region)
         self.active_job_name = name
@@ -586,9 +587,13 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         return None
 
     def on_kill(self) -> None:
-        """Stop the job this task started or re-attached to (a killed task must not leave it running)."""
+        """Stop the job this task started or re-attached to (a killed task must not leave it running).
+
+        Airflow 3 runs this in the SIGTERM handler, which can interrupt a log write: a log call (or a new
+        hook, which logs) would wait for ever on its lock. So: stop first, with the wait's client; log after.
+        """
         name = self.active_job_name
         if not name:
             return
-        self.log.info("Task killed: stopping training job %s", name)
-        self.make_hook().stop_training_job(name)
+        (self.waiting_hook or self.make_hook()).stop_training_job(name)
+        self.log.info("Task killed: asked training job %s to stop", name)

@@ -249,6 +249,24 @@ def test_on_kill_stops_a_reattached_job(jobs: MotoJobs, monkeypatch: pytest.Monk
     assert jobs.calls["CreateTrainingJob"] == 1
 
 
+def test_on_kill_stops_through_the_waits_client_before_it_logs(jobs: MotoJobs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Airflow 3 calls on_kill in the task's SIGTERM handler, where a log call can block for ever (the
+    interrupted log write holds its lock; seen by tests/system: the job kept running). So the stop goes
+    out first, through the wait's own client: no new hook (building one logs), no log line before it."""
+    op = operator()
+    with monkeypatch.context() as m:
+        die_on_sleep(m)
+        with pytest.raises(WorkerDied):
+            op.execute(context())
+    seen: list[tuple[str, int]] = []
+    monkeypatch.setattr(type(op), "make_hook", lambda self: seen.append(("new hook", 0)) or pytest.fail("new hook"))
+    monkeypatch.setattr(op.log, "info", lambda *args, **kwargs: seen.append(("log", jobs.calls["StopTrainingJob"])))
+    op.on_kill()
+    assert jobs.calls["StopTrainingJob"] == 1
+    assert seen == [("log", 1)]  # one line, after the stop
+    assert jobs.job(expected_name()).training_job_status == "Stopping"
+
+
 def test_max_ingestion_time_stops_then_fails(jobs: MotoJobs) -> None:
     with pytest.raises(TrainingJobTimeoutError, match="max_ingestion_time"):
         operator(max_ingestion_time=0.05).execute(context())

@@ -1,0 +1,75 @@
+"""The running system the tests of this folder share: started once, stopped whatever happens.
+
+Collected only under ``make system`` (``HETERO_SYSTEM_TEST=1``, the venv with the package's wheel,
+Airflow's celery and postgres extras and nothing of the checkout); elsewhere every test here skips.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ENABLED = bool(os.environ.get("HETERO_SYSTEM_TEST"))
+#: Deferred runs started at once.
+DEFERRED_RUNS = 6
+DAGS = Path(__file__).parent / "dags"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if ENABLED:
+        return
+    skip = pytest.mark.skip(reason="the system test runs under `make system` (its own venv, PostgreSQL, Redis)")
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Any]:
+    """PostgreSQL, Redis, the offline endpoint and every Airflow component, the DAGs deployed."""
+    from support.system_airflow import start_stack
+    from support.system_jobs import seed_bucket
+
+    root = Path(tempfile.mkdtemp(prefix="hetero-system-"))
+    dags = root / "dags"
+    shutil.copytree(DAGS, dags, ignore=shutil.ignore_patterns("__pycache__"))
+    started = time.monotonic()
+    system = start_stack(root, dags)
+    try:
+        seed_bucket(system)
+        print(f"\nsystem started in {time.monotonic() - started:.0f} s; logs in {root / 'logs'}")
+        yield system
+    finally:
+        system.stop()
+        left = system.procs.leftovers()
+        assert not left, f"processes left running: {[(p.pid, p.name()) for p in left]}"
+        if not os.environ.get("HETERO_SYSTEM_KEEP"):
+            shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def deferred_runs(stack: Any) -> Iterator[tuple[list[str], int]]:
+    """``DEFERRED_RUNS`` runs of ``system_deferred`` started at once, waited to the end; (run ids, most
+    train tasks deferred at the same time)."""
+    from support.process_group import wait_until
+    from support.system_airflow import DONE, run_path
+
+    runs = [f"deferred-{i}" for i in range(DEFERRED_RUNS)]
+    for run in runs:
+        stack.trigger("system_deferred", run, seconds=20)
+    most = 0
+
+    def all_done() -> bool:
+        nonlocal most
+        most = max(most, stack.states("system_deferred", runs).count("deferred"))
+        return all(stack.rest("GET", run_path("system_deferred", r))["state"] in DONE for r in runs)
+
+    wait_until(f"{DEFERRED_RUNS} deferred runs finished", all_done, 300, 2, detail=stack.logs)
+    yield runs, most
