@@ -5,7 +5,7 @@ moto marks a job Completed the moment it is created and has no StopTrainingJob (
 (botocore's model: :mod:`support.service_model`), makes new jobs start InProgress/Starting, adds
 StopTrainingJob (InProgress -> Stopping), lets a test move a job to any status, and counts the
 CreateTrainingJob / DescribeTrainingJob / StopTrainingJob calls that reached moto, and refuses a
-CreateTrainingJob the service would refuse (:func:`service_refusal`).
+CreateTrainingJob the service would refuse (:func:`create_refusal`).
 Works under ``mock_aws`` and behind ``ThreadedMotoServer`` alike (same in-process backends).
 """
 
@@ -257,23 +257,21 @@ class MotoJobs:
         original_create_response = SageMakerResponse.create_training_job
 
         def create_training_job(self: SageMakerResponse) -> Any:
-            refusal = service_refusal(json.loads(self.body))
+            refusal = create_refusal(json.loads(self.body))  # after call_action checked the model's constraints
             if refusal is not None:
+                jobs.refused.append(refusal)
                 return json.dumps({"__type": "ValidationException", "message": refusal}), {"status": 400}
             return original_create_response(self)
 
         monkeypatch.setattr(SageMakerResponse, "create_training_job", create_training_job)
 
 
-def service_refusal(request: dict[str, Any]) -> str | None:
-    """What SageMaker answers a CreateTrainingJob request it refuses (moto accepts anything): the
-    model's constraints and the service's rules, from the package's one place, in SageMaker's words."""
+def create_refusal(request: dict[str, Any]) -> str | None:
+    """What SageMaker answers a CreateTrainingJob request that meets the model's constraints but
+    breaks the service's own rules (InstanceGroups next to InstanceType, channel groups that do not
+    exist, ...), from the package's one place, in SageMaker's words; moto accepts anything."""
     from airflow_hetero.definition.request_rules import service_problems
-    from airflow_hetero.local.api.constraints import constraint_error, constraint_problems
 
-    problems = constraint_problems("CreateTrainingJob", request)
-    if problems:
-        return constraint_error(problems).message
     refused = service_problems(request)
     return refused[0].msg if refused else None
 
