@@ -96,4 +96,6 @@ async def test_a_long_wait_is_listed_each_interval_and_described_on_changes_and_
     quiet = [d for d in described if training["StartTime"].timestamp() < d < training["EndTime"].timestamp()]
     gaps = [later - earlier for earlier, later in itertools.pairwise(quiet)]
     assert len(gaps) >= 2, (quiet, training)
-    assert all(every - INTERVAL / 2 <= gap <= 2 * every for gap in gaps), gaps
+    # (the proxy stamps a request when it arrives, the watcher its own clock around the call: on a
+    # loaded CI machine a gap of 1.86 s was seen for 2.0 s; one Describe an interval gives INTERVAL)
+    assert all(every / 2 <= gap <= 2 * every for gap in gaps), gaps
