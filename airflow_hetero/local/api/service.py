@@ -106,7 +106,8 @@ class TrainingService:
 
             self.store.update(name, change)
             recovered.append(name)
-        leftovers = kill_tree(None, self.store.root)  # what hosts of ended jobs left, if anything
+        seen = {e.pid for e in self.ended}  # killed above, but perhaps not gone yet
+        leftovers = [e for e in kill_tree(root=self.store.root) if e.pid not in seen]  # what ended jobs left
         wait_gone(leftovers)
         self.ended.extend(leftovers)
         return recovered
@@ -115,8 +116,7 @@ class TrainingService:
         """Kill what is left of one unfinished job's hosts; the job's FailureReason."""
         hosts = self.store.load_hosts(name)
         alive = {h["host"]: h["pid"] for h in hosts if _still_the_host(h)}
-        ended = [e for pid in alive.values() for e in kill_tree(pid)]  # each shim's tree, also in other sessions
-        ended.extend(e for e in kill_tree(None, self.store.job_dir(name) / "hosts") if e.pid not in alive.values())
+        ended = kill_tree(alive.values(), self.store.job_dir(name) / "hosts")  # shims' trees (any session), marks
         wait_gone(ended)
         self.ended.extend(ended)
         reason = f"InternalServerError: The local endpoint was restarted while the job was {state}; "

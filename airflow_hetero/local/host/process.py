@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -94,25 +94,28 @@ def marked(root: Path | str) -> dict[int, tuple[Any, str]]:
     return found
 
 
-def _members(pid: int | None, root: Path | str | None) -> dict[int, tuple[Any, str | None]]:
-    members: dict[int, tuple[Any, str | None]] = {p.pid: (p, None) for p in tree(pid)} if pid else {}
+def _members(pids: Iterable[int], root: Path | str | None) -> dict[int, tuple[Any, str | None]]:
+    members: dict[int, tuple[Any, str | None]] = {p.pid: (p, None) for pid in pids for p in tree(pid)}
     if root is not None:
         members.update(marked(root))
     return members
 
 
-def kill_tree(pid: int | None, root: Path | str | None = None) -> list[EndedProcess]:
-    """Freeze ``pid``'s tree and every process marked under ``root`` (SIGSTOP until no new process
-    appears), then SIGKILL them all.
+def kill_tree(pids: Iterable[int] = (), root: Path | str | None = None) -> list[EndedProcess]:
+    """Freeze the trees of ``pids`` and every process marked under ``root`` (SIGSTOP until no new
+    process appears), then SIGKILL them all; return what was killed, each process once.
 
-    Freezing first means no process can fork or re-parent a child away while the tree is killed.
-    ``pid`` None: only the marked processes (a host whose main process is gone). Returns what was killed.
+    Freezing first means no process can fork or re-parent a child away while the trees are killed.
+    No ``pids``: only the marked processes (hosts whose main process is gone). One call for every
+    tree and mark of a job: a killed process is not gone at once, so a second call would see (and
+    report) it again.
     """
     import psutil
 
+    pids = list(pids)
     frozen: dict[int, tuple[Any, str | None]] = {}
     for _ in range(_FREEZE_ROUNDS):
-        fresh = {p: entry for p, entry in _members(pid, root).items() if p not in frozen}
+        fresh = {p: entry for p, entry in _members(pids, root).items() if p not in frozen}
         if not fresh:
             break
         for proc, _mark in fresh.values():
@@ -366,12 +369,19 @@ class HostProcess:
         gone; a caller ending several hosts sweeps their marks at once instead)."""
         if self.proc is None:
             return []
-        alive = self.proc.returncode is None  # unreaped: its pid and group are still the host's
-        ended = kill_tree(self.proc.pid if alive else None, self.mark if by_mark else None)
-        if alive:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)  # a group member the tree walk did not see
+        ended = kill_tree(self.live_pids(), self.mark if by_mark else None)
+        self.kill_group()
         return ended
+
+    def live_pids(self) -> list[int]:
+        """The main process's pid while it is unreaped (its pid and group are still the host's), else none."""
+        return [self.proc.pid] if self.proc is not None and self.proc.returncode is None else []
+
+    def kill_group(self) -> None:
+        """SIGKILL the host's process group while the main process is unreaped (a member a tree walk missed)."""
+        for pid in self.live_pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
 
     def join_output(self, timeout: float = KILL_WAIT) -> bool:
         """Wait up to ``timeout`` seconds until both pipes are drained (every line has reached the sinks).

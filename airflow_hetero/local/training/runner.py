@@ -340,9 +340,7 @@ class JobRunner:
         deadline = time.monotonic() + self._options.stop_grace
         for proc in procs:
             proc.wait(max(0.0, deadline - time.monotonic()))
-        ended = [e for proc in procs for e in proc.kill(by_mark=False)]
-        if procs:  # one sweep of the marks for all the hosts: it reads every process's environment
-            ended.extend(kill_tree(None, self._store.job_dir(self.name) / "hosts"))
+        ended = self._kill(procs) if procs else []
         if ended:
             log.info("job %s: killed %d process(es) of its hosts after the grace", self.name, len(ended))
         deadline = time.monotonic() + KILL_WAIT
@@ -354,8 +352,15 @@ class JobRunner:
 
     def kill_hosts(self) -> list[EndedProcess]:
         """SIGKILL every process of the job's hosts now, from any thread (the endpoint's last resort)."""
-        ended = [e for proc in list(self._procs.values()) for e in proc.kill(by_mark=False)]
-        return ended + kill_tree(None, self._store.job_dir(self.name) / "hosts")
+        return self._kill(list(self._procs.values()))
+
+    def _kill(self, procs: list[HostProcess]) -> list[EndedProcess]:
+        """SIGKILL the trees and groups of ``procs`` and every process marked as one of the job's hosts,
+        in one sweep (it reads every process's environment; each process is reported once)."""
+        ended = kill_tree([pid for proc in procs for pid in proc.live_pids()], self._store.job_dir(self.name) / "hosts")
+        for proc in procs:
+            proc.kill_group()
+        return ended
 
     def is_alive(self) -> bool:
         """True while the job's thread runs."""

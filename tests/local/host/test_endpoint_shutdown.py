@@ -78,7 +78,7 @@ ESCAPING_HOST = """
 def workdir(tmp_path: Path) -> Iterator[Path]:
     """The endpoints' workdir; whatever a failing test leaves of its hosts is killed afterwards."""
     yield tmp_path / "workdir"
-    kill_tree(None, tmp_path)
+    kill_tree(root=tmp_path)
 
 
 def _start_jobs(url: str, pids_file: Path, count: int) -> list[str]:

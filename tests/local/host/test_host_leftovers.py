@@ -55,7 +55,7 @@ def test_what_a_dead_shim_left_is_killed_by_its_mark(endpoint: LocalEndpoint, sm
         described = wait(sm, job)
         assert alive(pids) == []
     finally:
-        kill_tree(None, endpoint.job_dir(job))
+        kill_tree(root=endpoint.job_dir(job))
     assert described["TrainingJobStatus"] == "Failed"
     assert described["FailureReason"].startswith(
         "AlgorithmError: host algo-1 (instance group solo) was killed by signal SIGKILL."
