@@ -248,10 +248,22 @@ def test_stop_training_job_terminates_every_host(endpoint: LocalEndpoint, sm: An
     assert "Stopped" in err.value.response["Error"]["Message"]
 
 
-def test_max_runtime_stops_the_job(sm: Any, s3: Any) -> None:
+@pytest.mark.parametrize("answer_delay", [0.0, 0.5], ids=["prompt-answer", "slow-answer"])
+def test_max_runtime_stops_the_job(sm: Any, s3: Any, answer_delay: float) -> None:
     job = unique("maxrt")
-    sm.create_training_job(**request(job, put_source(s3, job, "import time\ntime.sleep(60)\n"), max_runtime=2))
-    started = time.monotonic()
+    body = request(job, put_source(s3, job, "import time\ntime.sleep(60)\n"), max_runtime=2)
+    # slow-answer: the create's answer reaches the test late (a loaded machine), the job's clock runs already
+    event = "after-call.sagemaker.CreateTrainingJob"
+
+    def late(**_: Any) -> None:
+        time.sleep(answer_delay)
+
+    sm.meta.events.register(event, late)
+    started = time.monotonic()  # before the create: the job's MaxRuntime cannot start earlier
+    try:
+        sm.create_training_job(**body)
+    finally:
+        sm.meta.events.unregister(event, late)
     done = wait(sm, job)
     assert 2 <= time.monotonic() - started < 10
     assert done["TrainingJobStatus"] == "Stopped"
