@@ -86,7 +86,12 @@ def failure_reason(host: Host, code: int, lines: list[str]) -> str:
 
 
 class JobRunner:
-    """Drives one job in a background thread; ``request_stop``/``abort`` end it early."""
+    """Drives one job in a background thread; ``request_stop``/``abort`` end it early.
+
+    ``on_hosts_ended(name)`` is called once the hosts are terminated, before the job's ending is
+    recorded (a client that sees the job ended may use its hosts at once); ``on_done(name)`` when the
+    thread ends.
+    """
 
     def __init__(
         self,
@@ -98,6 +103,7 @@ class JobRunner:
         cluster: Cluster,
         options: RunOptions,
         on_done: Callable[[str], None],
+        on_hosts_ended: Callable[[str], None],
     ) -> None:
         self.name = name
         self._store = store
@@ -106,6 +112,7 @@ class JobRunner:
         self._cluster = cluster
         self._options = options
         self._on_done = on_done
+        self._on_hosts_ended = on_hosts_ended
         self._stop = threading.Event()
         self._abort_reason: str | None = None
         self._deadline = float("inf")
@@ -349,6 +356,7 @@ class JobRunner:
         deadline = time.monotonic() + KILL_WAIT
         for proc in procs:
             proc.join_output(max(0.0, deadline - time.monotonic()))
+        self._on_hosts_ended(self.name)
 
     def kill_hosts(self) -> list[EndedProcess]:
         """SIGKILL every process of the job's hosts now, from any thread (the endpoint's last resort)."""
