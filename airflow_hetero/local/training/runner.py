@@ -28,6 +28,7 @@ from airflow_hetero.local.host.process import (
     host_mark,
     kill_tree,
     opt_ml_problem,
+    wait_gone,
 )
 from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.hostspec import host_spec
@@ -338,7 +339,8 @@ class JobRunner:
         """SIGTERM every host at once, then kill what still runs when one shared grace period is over.
 
         Everything of every host is killed, by process tree and by host mark (so also what a host whose
-        shim is gone left behind); then each host is reaped and its output drained, each step bounded.
+        shim is gone left behind); then each host is reaped, every killed process waited for until it is
+        gone, and each host's output drained, each step bounded. Then the hosts are released.
         """
         procs = list(self._procs.values())
         for proc in procs:
@@ -353,6 +355,10 @@ class JobRunner:
         deadline = time.monotonic() + KILL_WAIT
         for proc in procs:
             proc.wait(max(0.0, deadline - time.monotonic()))
+        # a killed process is not gone at once: also wait for those no host's tree or output leads to
+        left = wait_gone(ended, max(0.0, deadline - time.monotonic()))
+        if left:
+            log.warning("job %s: %d killed process(es) still there after %.0f s", self.name, len(left), KILL_WAIT)
         deadline = time.monotonic() + KILL_WAIT
         for proc in procs:
             proc.join_output(max(0.0, deadline - time.monotonic()))
