@@ -13,7 +13,18 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from support.local_jobkit import BUCKET, channel, log_lines, pid_alive, put_source, request, tarball, unique, wait
+from support.local_jobkit import (
+    BUCKET,
+    channel,
+    host_metric_names,
+    log_lines,
+    pid_alive,
+    put_source,
+    request,
+    tarball,
+    unique,
+    wait,
+)
 
 from airflow_hetero.local import LocalEndpoint
 
@@ -103,10 +114,7 @@ def test_completed_job_runs_every_host_and_uploads_the_model(
 
     cloudwatch = endpoint.client("cloudwatch")
     for host in hosts:
-        found = cloudwatch.list_metrics(
-            Namespace="/aws/sagemaker/TrainingJobs", Dimensions=[{"Name": "Host", "Value": f"{job}/{host}"}]
-        )["Metrics"]
-        assert {m["MetricName"] for m in found} == {"CPUUtilization", "MemoryUtilization"}
+        assert host_metric_names(cloudwatch, job, host) == {"CPUUtilization", "MemoryUtilization"}
 
 
 def test_resource_config_is_shaped_like_sagemakers(endpoint: LocalEndpoint, sm: Any, s3: Any) -> None:
