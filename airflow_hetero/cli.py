@@ -140,6 +140,8 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         what = "CreateTrainingJob request, " if kind == "request" else ""
         print(f"{args.file}: valid ({what}{'heterogeneous' if hetero else 'homogeneous'} cluster: {cluster})")
+        for line in loaded.steps.describe() if kind == "request" else []:
+            print(f"  before the create: {line}")
     return 0
 
 
@@ -151,8 +153,10 @@ def _render(args: argparse.Namespace) -> int:
     region = args.region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     base = loaded.base_job_name if kind == "request" else base_job_name(loaded)
     job_name = args.job_name or naming.derived_job_name(base, naming.stable_hash(args.file.read_bytes()))
-    if kind == "request":
-        request = loaded.build(job_name=job_name)
+    if kind == "request":  # the provider's steps run when the task does: said, not done
+        request = loaded.build(job_name=job_name, role_arn=loaded.steps.role_name)
+        for line in loaded.steps.describe():
+            print(f"before the create: {line}", file=sys.stderr)
     else:
         request = build_training_request(loaded, job_name=job_name, region=region)
     print(json.dumps(request, indent=2, sort_keys=True))

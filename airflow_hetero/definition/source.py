@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import tarfile
@@ -115,3 +115,14 @@ def _add_runtime(tar: tarfile.TarFile) -> None:
     info.size = len(init)
     tar.addfile(info, io.BytesIO(init))
     tar.add(package / "runtime.py", arcname="airflow_hetero/runtime.py")
+
+
+def write_path_tar_gz(path: Path, out: IO[bytes]) -> None:
+    """A ``.tar.gz`` of ``path`` into ``out`` as the Amazon provider's ``S3Upload`` with ``Tar`` makes it:
+    a folder's entries (recursively) at the archive root, a file as the archive's one member."""
+    import tarfile
+
+    members = sorted(path.iterdir()) if path.is_dir() else [path]
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for member in members:
+            tar.add(member, arcname=member.name)

@@ -17,9 +17,9 @@
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
 
-Importing this module loads nothing beyond ``airflow.sdk``, the extra links and the lineage mixin;
-each step is an ordinary method importing what it runs (a subclass may override one, say ``submit``).
-A DAG file pays for the class and the parse-time check (:mod:`~airflow_hetero.definition.validated`).
+Importing this module loads only ``airflow.sdk``, the extra links and the lineage mixin; each step is a
+method importing what it runs (a subclass may override one). A DAG file pays for the class and the
+parse-time check (:mod:`~airflow_hetero.definition.validated`).
 """
 
 from __future__ import annotations
@@ -298,32 +298,29 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         identity: TaskIdentity,
     ) -> None:
         """Package and upload a local source_dir, then send the one CreateTrainingJob (identity stamped)."""
+        from airflow_hetero.definition import source
         from airflow_hetero.definition.errors import JobDefinitionError
         from airflow_hetero.definition.request import build_training_request
-        from airflow_hetero.definition.source import (
-            SourceDirError,
-            package_source_dir,
-            source_upload_uri,
-            upload_extra_args,
-        )
         from airflow_hetero.definition.training_request import TrainingRequest
         from airflow_hetero.job.resource_config import describe_groups, instance_groups, is_hetero
         from airflow_hetero.job.waiting import wait_limit_seconds
+        from airflow_hetero.operators.provider_steps import run_provider_steps
 
         upload_uri, code = None, None  # a request names its code's S3 location itself
         try:
             if isinstance(job, TrainingRequest):
-                request = identity.stamp(job.build(job_name=name))
+                role_arn = run_provider_steps(hook, job.steps, self.base_dir(), self.log)
+                request = identity.stamp(job.build(job_name=name, role_arn=role_arn))
                 if job.name_note and not self.job_name:
                     self.log.warning("%s", job.name_note)
             else:
                 request = identity.stamp(build_training_request(job, job_name=name, region=region))
-                upload_uri = source_upload_uri(job, name)
-                code = package_source_dir(job, base=self.base_dir()) if upload_uri else None
-        except (JobDefinitionError, SourceDirError, ValueError) as err:
+                upload_uri = source.source_upload_uri(job, name)
+                code = source.package_source_dir(job, base=self.base_dir()) if upload_uri else None
+        except (JobDefinitionError, source.SourceDirError, ValueError) as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
         if upload_uri and code is not None and not isinstance(job, TrainingRequest):
-            hook.upload_bytes(code, upload_uri, upload_extra_args(job))
+            hook.upload_bytes(code, upload_uri, source.upload_extra_args(job))
             self.log.info("Uploaded training code (%d bytes) to %s", len(code), upload_uri)
         self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(request, indent=2, default=str))
         self.active_job_name = name

@@ -209,3 +209,28 @@ def test_render_names_a_request_as_the_task_would(tmp_path: Path, capsys: pytest
     assert main(["render", str(V3_REQUEST)]) == 0
     name = json.loads(capsys.readouterr().out)["TrainingJobName"]
     assert name.startswith("v3-hetero-20261202040019-") and name != sent["TrainingJobName"]
+
+
+def test_validate_and_render_say_what_the_providers_steps_will_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.loads(V3_REQUEST.read_text())
+    config["RoleArn"] = "SageMakerRole"
+    config["S3Operations"] = {
+        "S3CreateBucket": [{"Bucket": "staging-bucket"}],
+        "S3Upload": [{"Path": "model", "Bucket": "staging-bucket", "Key": "m.tar.gz", "Tar": True}],
+    }
+    path = write(tmp_path, "config.json", json.dumps(config))
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  before the create: RoleArn: role name SageMakerRole is expanded to its ARN (IAM GetRole)",
+        "  before the create: S3Operations: bucket staging-bucket is created (unless this account has it)",
+        "  before the create: S3Operations: model is uploaded as .tar.gz to s3://staging-bucket/m.tar.gz",
+    ]
+    assert main(["render", str(path), "--job-name", "job-1"]) == 0
+    out, err = capsys.readouterr()
+    rendered = json.loads(out)
+    assert rendered["RoleArn"] == "SageMakerRole" and "S3Operations" not in rendered
+    assert err.splitlines()[0] == (
+        "before the create: RoleArn: role name SageMakerRole is expanded to its ARN (IAM GetRole)"
+    )
