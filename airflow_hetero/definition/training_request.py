@@ -31,7 +31,10 @@ OPERATION = "CreateTrainingJob"
 #: A valid name the shape check sees in place of the task's own (which is only known when it runs).
 _STAND_IN = "request-mode"
 class TrainingRequest:
-    """A checked CreateTrainingJob request without its name; :meth:`build` names it."""
+    """A checked CreateTrainingJob request without its name; :meth:`build` names it.
+
+    A :class:`~airflow_hetero.definition.submittable.Submittable`, as a definition is.
+    """
 
     def __init__(
         self, request: dict[str, Any], given_name: str | None = None, steps: ProviderSteps | None = None
@@ -61,10 +64,11 @@ class TrainingRequest:
             f"task instance (base '{self.base_job_name}'), so a retry finds its job; pass job_name= to choose it"
         )
 
-    def build(self, *, job_name: str, role_arn: str | None = None) -> dict[str, Any]:
+    def build(self, *, job_name: str, region: str | None = None, role_arn: str | None = None) -> dict[str, Any]:
         """The request to send as ``job_name`` (a copy: the checked request stays as it was).
 
-        ``role_arn``: the ARN a role name given as ``RoleArn`` expands to (required then).
+        ``role_arn``: the ARN a role name given as ``RoleArn`` expands to (required then). ``region``
+        changes nothing: the request names its image itself.
         """
         problem = naming.check_job_name(job_name)
         if problem:
@@ -75,6 +79,10 @@ class TrainingRequest:
                 raise ValueError(f"RoleArn: the role name '{self.steps.role_name}' has not been expanded to its ARN")
             request["RoleArn"] = role_arn
         return request
+
+    def source_upload(self, job_name: str, base_dir: Path) -> None:
+        """None: a request names its code's S3 location itself."""
+        return None
 
 
 def is_request_document(data: Mapping[str, Any]) -> bool:
