@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_hetero.definition.errors import Problem
+from airflow_hetero.definition.roles import role_problem
 
 __all__ = ["S3_OPERATIONS", "ProviderSteps", "S3Upload", "take_provider_steps"]
 
 S3_OPERATIONS = "S3Operations"
-#: IAM's rule for a role name (``GetRole``'s ``RoleName``).
-_ROLE_NAME = re.compile(r"[\w+=,.@-]{1,64}")
 #: S3's rules for a bucket name (general purpose buckets): 3-63 lowercase letters, digits, dots, hyphens.
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 #: The ARN the shape check sees in place of a role name (the name is expanded when the task runs).
@@ -59,13 +58,16 @@ class ProviderSteps:
     buckets: tuple[str, ...] = ()
     uploads: tuple[S3Upload, ...] = ()
     role_name: str | None = None
+    role_field: str = "RoleArn"
+    """Where the role name was given (``RoleArn`` in a request, ``role`` in a definition), for messages."""
 
     def __bool__(self) -> bool:
         return bool(self.buckets or self.uploads or self.role_name)
 
     def describe(self) -> list[str]:
         """One line per step, in the order they run (for ``validate``/``render`` and the docs)."""
-        lines = [f"RoleArn: role name {self.role_name} is expanded to its ARN (IAM GetRole)"] if self.role_name else []
+        role = f"{self.role_field}: role name {self.role_name} is expanded to its ARN (IAM GetRole)"
+        lines = [role] if self.role_name else []
         lines += [f"S3Operations: bucket {bucket} is created (unless this account has it)" for bucket in self.buckets]
         lines += [
             f"S3Operations: {u.path} is uploaded{' as .tar.gz' if u.tar else ''} to {u.uri}" for u in self.uploads
@@ -85,18 +87,12 @@ def take_provider_steps(config: dict[str, Any]) -> tuple[ProviderSteps, list[Pro
     role = config.get("RoleArn")
     role_name = None
     if isinstance(role, str) and "/" not in role and not role.startswith("{{"):
-        if _ROLE_NAME.fullmatch(role):
+        problem = role_problem(role)
+        if problem is None:
             role_name = role
-            config["RoleArn"] = _ROLE_STAND_IN.format(name=role)
         else:
-            config["RoleArn"] = _ROLE_STAND_IN.format(name="not-a-role")  # the one problem is this one
-            problems.append(
-                Problem(
-                    "RoleArn",
-                    f"'{role}' is neither a role ARN (arn:aws:iam::ACCOUNT:role/NAME) nor a role name "
-                    "(1-64 letters, digits and +=,.@_-)",
-                )
-            )
+            problems.append(Problem("RoleArn", problem))  # the one problem: the shape check sees a stand-in
+        config["RoleArn"] = _ROLE_STAND_IN.format(name=role_name or "not-a-role")
     return ProviderSteps(tuple(buckets), tuple(uploads), role_name), problems
 
 

@@ -66,17 +66,26 @@ class DefinitionJob:
 
     @property
     def steps(self) -> ProviderSteps:
-        """None to run: a definition's only step before the create is its code upload (:meth:`source_upload`)."""
+        """A role name as ``role`` to expand (as the SDK's ``expand_role``), else nothing (the code upload
+        is :meth:`source_upload`)."""
         from airflow_hetero.definition.provider_config import ProviderSteps
+        from airflow_hetero.definition.roles import is_role_name
 
-        return ProviderSteps()
+        if not is_role_name(self.job.role):
+            return ProviderSteps()
+        return ProviderSteps(role_name=self.job.role, role_field="role")
 
     def build(self, *, job_name: str, region: str, role_arn: str | None = None) -> dict[str, Any]:
-        """The request the SageMaker Python SDK v2 sends for the definition (whose ``role`` is an ARN:
-        with no role name in :attr:`steps`, ``role_arn`` is None)."""
+        """The request the SageMaker Python SDK v2 sends for the definition; ``role_arn``: what a role
+        name as ``role`` expanded to (required then)."""
         from airflow_hetero.definition.request import build_training_request
 
-        return build_training_request(self.job, job_name=job_name, region=region)
+        request = build_training_request(self.job, job_name=job_name, region=region)
+        if self.steps.role_name is not None:
+            if role_arn is None:
+                raise ValueError(f"role: the role name '{self.job.role}' has not been expanded to its ARN")
+            request["RoleArn"] = role_arn
+        return request
 
     def source_upload(self, job_name: str, base_dir: Path) -> SourceUpload | None:
         """A local ``source_dir`` (or entry point) packaged for ``job_name``; None when the code is in S3."""

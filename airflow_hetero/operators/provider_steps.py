@@ -1,5 +1,6 @@
-"""Request mode's run of what the Amazon provider does before it creates a job (``S3Operations``, a role
-name as ``RoleArn``; read and checked by :mod:`airflow_hetero.definition.provider_config`).
+"""What runs before the create: a request's ``S3Operations`` and the expansion of a role name (given as
+a request's ``RoleArn`` or a definition's ``role``), read and checked by
+:mod:`airflow_hetero.definition.provider_config`, as the Amazon provider and the SageMaker SDK do them.
 
 Run only when a new job is submitted: a retry that re-attaches to its running job uploads nothing.
 A role IAM does not know, or a local path that is not there, fails the task without retries, naming
@@ -32,9 +33,10 @@ def run_provider_steps(hook: HeteroTrainingHook, steps: ProviderSteps, base_dir:
             role_arn = hook.role_arn(steps.role_name)
         except Exception as err:
             if error_code(err) == "NoSuchEntity":
-                raise AirflowFailException(f"RoleArn: IAM has no role named '{steps.role_name}' ({err})") from err
+                missing = f"{steps.role_field}: IAM has no role named '{steps.role_name}' ({err})"
+                raise AirflowFailException(missing) from err
             raise
-        log.info("RoleArn: role name %s is %s", steps.role_name, role_arn)
+        log.info("%s: role name %s is %s", steps.role_field, steps.role_name, role_arn)
     for bucket in steps.buckets:
         created = hook.ensure_bucket(bucket)
         log.info("S3Operations: bucket %s %s", bucket, "created" if created else "exists already (this account's)")

@@ -91,6 +91,6 @@ def test_neither_a_name_nor_an_arn_says_both_forms() -> None:
     steps, found, _ = take({"RoleArn": "my role!"})
     assert steps.role_name is None
     assert found == {
-        "RoleArn": "'my role!' is neither a role ARN (arn:aws:iam::ACCOUNT:role/NAME) nor a role name "
-        "(1-64 letters, digits and +=,.@_-)"
+        "RoleArn": "'my role!' is neither an IAM role ARN (arn:aws:iam::<12-digit account>:role/<name>) nor a "
+        "role name (1-64 letters, digits and +=,.@_-; expanded to its ARN when the task runs)"
     }
