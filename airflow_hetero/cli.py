@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from airflow_hetero.definition.errors import JobDefinitionError
 
 if TYPE_CHECKING:
+    from airflow_hetero.definition.submittable import Submittable
     from airflow_hetero.logs.shape import LogSummary
 
 EXIT_INVALID = 2
@@ -140,21 +141,22 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         what = "CreateTrainingJob request, " if kind == "request" else ""
         print(f"{args.file}: valid ({what}{'heterogeneous' if hetero else 'homogeneous'} cluster: {cluster})")
+        for line in loaded.steps.describe() if kind == "request" else []:
+            print(f"  before the create: {line}")
     return 0
 
 
 def _render(args: argparse.Namespace) -> int:
     from airflow_hetero.definition import naming
-    from airflow_hetero.definition.request import base_job_name, build_training_request
+    from airflow_hetero.definition.submittable import DefinitionJob
 
     loaded, kind = _load(args)
+    job: Submittable = loaded if kind == "request" else DefinitionJob(loaded)
     region = args.region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    base = loaded.base_job_name if kind == "request" else base_job_name(loaded)
-    job_name = args.job_name or naming.derived_job_name(base, naming.stable_hash(args.file.read_bytes()))
-    if kind == "request":
-        request = loaded.build(job_name=job_name)
-    else:
-        request = build_training_request(loaded, job_name=job_name, region=region)
+    job_name = args.job_name or naming.derived_job_name(job.base_job_name, naming.stable_hash(args.file.read_bytes()))
+    request = job.build(job_name=job_name, region=region, role_arn=job.steps.role_name)  # the name stands in
+    for line in job.steps.describe():  # the provider's steps run when the task does: said, not done
+        print(f"before the create: {line}", file=sys.stderr)
     print(json.dumps(request, indent=2, sort_keys=True))
     return 0
 

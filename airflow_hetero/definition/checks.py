@@ -15,6 +15,7 @@ from pydantic_core import PydanticCustomError
 
 from airflow_hetero.definition import instance_types
 from airflow_hetero.definition.distribution import Loc
+from airflow_hetero.definition.roles import role_problem
 
 MAX_GROUPS = 5
 MAX_CHANNELS = 20
@@ -22,7 +23,6 @@ MAX_HYPERPARAMETERS = 100
 MAX_HP_KEY = 256
 MAX_HP_VALUE = 2500
 MAX_ENV = 100
-ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$")
 S3_URI = re.compile(r"^(https|s3)://([^/]+)/?(.*)$")
 CHANNEL_NAME = re.compile(r"^[A-Za-z0-9\.\-_]+$")
 ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -102,11 +102,9 @@ def check_s3_uri(value: str, *, allow_https: bool = True) -> str:
 
 
 def check_role(value: str) -> str:
-    if not ROLE_ARN.match(value) or not 20 <= len(value) <= 2048:
-        raise fail(
-            f"'{value}' is not an IAM role ARN; expected arn:aws:iam::<12-digit account>:role/<name> "
-            "(a bare role name would need an IAM call to expand, so give the full ARN)"
-        )
+    problem = role_problem(value)
+    if problem:
+        raise fail(problem)
     return value
 
 

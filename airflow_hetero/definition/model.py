@@ -142,7 +142,10 @@ class JobFields(_Definition):
     """The fields of a whole training job, each checked on its own; the cross-field rules
     are added by :class:`airflow_hetero.definition.job.HeteroTrainingJob`."""
 
-    role: str = Field(description="ARN of the IAM role SageMaker assumes for the job.")
+    role: str = Field(
+        description="The IAM role SageMaker assumes for the job: its ARN, or its name (expanded to the ARN "
+        "with IAM GetRole when the task runs, as the SDK's expand_role does)."
+    )
     output_path: str = Field(description="S3 URI for model artifacts; local code is uploaded to its bucket.")
     instance_groups: list[InstanceGroup] | None = Field(
         default=None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 
 MAX_JOB_NAME = 63
 #: Fewest hash characters a derived name carries (``-<hash>-<up to 2 digits>`` follows the base).
@@ -102,3 +103,18 @@ def derived_job_name(base: str, key: str, attempt: int = 0) -> str:
     if problem:
         raise ValueError(problem)
     return name
+
+
+def task_job_names(base: str, *parts: object) -> Iterator[str]:
+    """The names a task instance's jobs take in order: ``<base>-<key>``, then ``-1`` to ``-99`` appended."""
+    key = task_key(base, *parts)
+    return (derived_job_name(base, key, attempt) for attempt in range(MAX_ATTEMPT + 1))
+
+
+def explicit_job_names(job_name: str) -> list[str]:
+    """``job_name``, then ``job_name-1`` to ``-99``; ValueError unless the longest is a valid name too."""
+    for name in (job_name, f"{job_name}-{MAX_ATTEMPT}"):
+        problem = check_job_name(name)
+        if problem:
+            raise ValueError(f"{problem} (retries append up to -{MAX_ATTEMPT})")
+    return [job_name, *(f"{job_name}-{attempt}" for attempt in range(1, MAX_ATTEMPT + 1))]

@@ -8,8 +8,9 @@ encryption (the output KMS key when one is set).
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import tarfile
@@ -21,6 +22,15 @@ _SKIP_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints"}
 
 class SourceDirError(ValueError):
     """The training code cannot be packaged (missing directory or entry point)."""
+
+
+@dataclass(frozen=True)
+class SourceUpload:
+    """Local training code, packaged: where it goes, the tarball, and the S3 ``ExtraArgs`` of the upload."""
+
+    uri: str
+    code: bytes
+    extra_args: dict[str, Any]
 
 
 def is_remote(location: str | None) -> bool:
@@ -65,6 +75,14 @@ def upload_extra_args(job: JobFields) -> dict[str, Any]:
     if job.output_kms_key:
         extra["SSEKMSKeyId"] = job.output_kms_key
     return extra
+
+
+def source_upload(job: JobFields, job_name: str, base: Path | None = None) -> SourceUpload | None:
+    """The local code of ``job`` packaged for ``job_name`` (paths against ``base``); None when it is in S3 or absent."""
+    uri = source_upload_uri(job, job_name)
+    if uri is None:
+        return None
+    return SourceUpload(uri, package_source_dir(job, base=base), upload_extra_args(job))
 
 
 def package_source_dir(job: JobFields, base: Path | None = None, *, include_runtime: bool = True) -> bytes:
@@ -115,3 +133,14 @@ def _add_runtime(tar: tarfile.TarFile) -> None:
     info.size = len(init)
     tar.addfile(info, io.BytesIO(init))
     tar.add(package / "runtime.py", arcname="airflow_hetero/runtime.py")
+
+
+def write_path_tar_gz(path: Path, out: IO[bytes]) -> None:
+    """A ``.tar.gz`` of ``path`` into ``out`` as the Amazon provider's ``S3Upload`` with ``Tar`` makes it:
+    a folder's entries (recursively) at the archive root, a file as the archive's one member."""
+    import tarfile
+
+    members = sorted(path.iterdir()) if path.is_dir() else [path]
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for member in members:
+            tar.add(member, arcname=member.name)

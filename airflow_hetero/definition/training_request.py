@@ -2,8 +2,10 @@
 
 What it takes: the Amazon provider's ``SageMakerTrainingOperator`` ``config``, the JSON of
 ``aws sagemaker create-training-job --cli-input-json`` (the operation's input, nothing else) and
-the request the SageMaker Python SDK v3 sends. It is checked with botocore's shape rules
-(:mod:`~airflow_hetero.definition.service_shapes`) and the service's heterogeneous rules
+the request the SageMaker Python SDK v3 sends; the provider's ``S3Operations`` and a role name as
+``RoleArn`` are taken as the provider takes them (:mod:`~airflow_hetero.definition.provider_config`).
+It is checked with botocore's shape rules (:mod:`~airflow_hetero.definition.service_shapes`) and
+the service's heterogeneous rules
 (:mod:`~airflow_hetero.definition.request_rules`); every problem is reported at once, by its
 request path, as a :class:`~airflow_hetero.definition.errors.JobDefinitionError`.
 
@@ -20,6 +22,7 @@ from typing import Any
 
 from airflow_hetero.definition import naming, request_rules
 from airflow_hetero.definition.errors import JobDefinitionError, Problem
+from airflow_hetero.definition.provider_config import ProviderSteps, take_provider_steps
 
 __all__ = ["TITLE", "TrainingRequest", "check_request", "is_request_document", "load_request"]
 
@@ -27,22 +30,20 @@ TITLE = "invalid CreateTrainingJob request"
 OPERATION = "CreateTrainingJob"
 #: A valid name the shape check sees in place of the task's own (which is only known when it runs).
 _STAND_IN = "request-mode"
-#: Keys of the Amazon provider's config that are no part of the request.
-_PROVIDER_ONLY = {
-    "S3Operations": (
-        "the Amazon provider's upload instructions are not run by this operator; upload the files "
-        "before the task (for example with S3CreateObjectOperator) or use a definition with source_dir"
-    ),
-}
-
-
 class TrainingRequest:
-    """A checked CreateTrainingJob request without its name; :meth:`build` names it."""
+    """A checked CreateTrainingJob request without its name; :meth:`build` names it.
 
-    def __init__(self, request: dict[str, Any], given_name: str | None = None) -> None:
+    A :class:`~airflow_hetero.definition.submittable.Submittable`, as a definition is.
+    """
+
+    def __init__(
+        self, request: dict[str, Any], given_name: str | None = None, steps: ProviderSteps | None = None
+    ) -> None:
         self.request = request
         #: The TrainingJobName the request came with (replaced by the task's name), if any.
         self.given_name = given_name
+        #: What the Amazon provider's config asks for before the job is created (S3Operations, a role name).
+        self.steps = steps if steps is not None else ProviderSteps()
 
     @property
     def base_job_name(self) -> str:
@@ -63,12 +64,25 @@ class TrainingRequest:
             f"task instance (base '{self.base_job_name}'), so a retry finds its job; pass job_name= to choose it"
         )
 
-    def build(self, *, job_name: str) -> dict[str, Any]:
-        """The request to send as ``job_name`` (a copy: the checked request stays as it was)."""
+    def build(self, *, job_name: str, region: str | None = None, role_arn: str | None = None) -> dict[str, Any]:
+        """The request to send as ``job_name`` (a copy: the checked request stays as it was).
+
+        ``role_arn``: the ARN a role name given as ``RoleArn`` expands to (required then). ``region``
+        changes nothing: the request names its image itself.
+        """
         problem = naming.check_job_name(job_name)
         if problem:
             raise JobDefinitionError([Problem("job_name", problem)], "invalid training job name")
-        return {"TrainingJobName": job_name, **copy.deepcopy(self.request)}
+        request = {"TrainingJobName": job_name, **copy.deepcopy(self.request)}
+        if self.steps.role_name is not None:
+            if role_arn is None:
+                raise ValueError(f"RoleArn: the role name '{self.steps.role_name}' has not been expanded to its ARN")
+            request["RoleArn"] = role_arn
+        return request
+
+    def source_upload(self, job_name: str, base_dir: Path) -> None:
+        """None: a request names its code's S3 location itself."""
+        return None
 
 
 def is_request_document(data: Mapping[str, Any]) -> bool:
@@ -76,15 +90,13 @@ def is_request_document(data: Mapping[str, Any]) -> bool:
     return any(isinstance(key, str) and key[:1].isupper() for key in data)
 
 
-def check_request(data: Mapping[str, Any]) -> tuple[dict[str, Any], str | None, list[Problem]]:
-    """(the request with rendered numbers converted and no name, its given name, every problem)."""
+def check_request(data: Mapping[str, Any]) -> tuple[TrainingRequest, list[Problem]]:
+    """The request (rendered numbers converted, no name, the provider's steps taken out) and every problem."""
     from airflow_hetero.definition.service_shapes import check, operation_shapes
 
     rest = dict(data)
     given = rest.pop("TrainingJobName", None)
-    problems: list[Problem] = [Problem(key, why) for key, why in _PROVIDER_ONLY.items() if key in rest]
-    for key in _PROVIDER_ONLY:
-        rest.pop(key, None)
+    steps, problems = take_provider_steps(rest)
     if given is not None and not isinstance(given, str):
         problems.append(Problem("TrainingJobName", "must be a string (the task derives the job's name from it)"))
         given = None
@@ -94,7 +106,7 @@ def check_request(data: Mapping[str, Any]) -> tuple[dict[str, Any], str | None, 
     request.pop("TrainingJobName", None)
     problems += request_rules.service_problems(request)
     problems += request_rules.sdk_problems(request)
-    return request, given or None, _unique(problems)
+    return TrainingRequest(request, given or None, steps), _unique(problems)
 
 
 def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest) -> TrainingRequest:
@@ -105,10 +117,10 @@ def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest) -> Tr
         from airflow_hetero.definition.job import read_definition_file
 
         source = read_definition_file(Path(source))
-    request, given, problems = check_request(source)
+    checked, problems = check_request(source)
     if problems:
         raise JobDefinitionError(problems, TITLE)
-    return TrainingRequest(request, given)
+    return checked
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:

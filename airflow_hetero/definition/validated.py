@@ -23,7 +23,7 @@ import hashlib
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_hetero.definition.cache_folder import cache_dir
@@ -141,18 +141,6 @@ def _remember(marker: str, entries: list[str]) -> None:
             os.unlink(partial)
 
 
-def _job_loader() -> Callable[[Mapping[str, Any]], object]:
-    from airflow_hetero.definition.job import load_job
-
-    return load_job
-
-
-def _request_loader() -> Callable[[Mapping[str, Any]], object]:
-    from airflow_hetero.definition.training_request import load_request
-
-    return load_request
-
-
 def validate_once(data: Mapping[str, Any], *, request: bool = False) -> None:
     """Raise :class:`~airflow_hetero.definition.errors.JobDefinitionError` for a bad definition.
 
@@ -165,11 +153,12 @@ def validate_once(data: Mapping[str, Any], *, request: bool = False) -> None:
     marker = os.path.join(folder, key[:2], key) if folder is not None and key is not None else None
     if marker is not None and _unchanged(marker):
         return
-    load = _request_loader() if request else _job_loader()
+    from airflow_hetero.definition.submittable import load_submittable
+
     paths = dependencies() if marker is not None else None
     entries = [_stat_entry(p) for p in paths] if paths is not None else None  # stats from before validating
     try:
-        load(data)  # raises for a bad definition: nothing is remembered
+        load_submittable(data, request=request)  # raises for a bad definition: nothing is remembered
     except Exception:
         if marker is not None:  # a success under other code must not outlive it
             with contextlib.suppress(OSError):
@@ -180,10 +169,13 @@ def validate_once(data: Mapping[str, Any], *, request: bool = False) -> None:
 
 
 def check_at_parse(source: Any, *, request: bool) -> Any:
-    """An operator's ``job`` or ``request`` as it keeps it: a path as a string; a mapping validated now
-    (at DAG-parse time, through the cache) unless it holds Jinja, whose validation waits for rendering."""
+    """An operator's ``job`` or ``request`` as it keeps it: a path as a string, a ``HeteroTrainingJob`` as its
+    dict (which renders at any depth); a mapping validated now (at DAG-parse time, through the cache)
+    unless it holds Jinja, whose validation waits for rendering."""
     from airflow_hetero.definition.templated import has_template
 
+    if hasattr(source, "model_dump"):  # a HeteroTrainingJob, without importing pydantic to ask
+        source = source.model_dump(mode="json", exclude_unset=True)
     if source is not None and not isinstance(source, dict) and isinstance(source, os.PathLike):
         return os.fspath(source)  # a dict first: the ABC check is slow
     if isinstance(source, Mapping) and not has_template(source):

@@ -30,6 +30,8 @@ from airflow_hetero.job.identity import identity_in_describe, identity_in_tags
 from airflow_hetero.job.outcome import JobState, classify
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from airflow_hetero.logs.tail import LogTailer
     from airflow_hetero.pricing.price_list import Price
 
@@ -330,6 +332,45 @@ class HeteroTrainingHook(AwsBaseHook):
             Body=data,
             **(extra_args or {}),
         )
+
+    def role_arn(self, role_name: str) -> str:
+        """The ARN of the IAM role named ``role_name`` (IAM GetRole), as the Amazon provider expands a
+        role name given as ``RoleArn``."""
+        iam = self.service_client("iam")
+        answer = self.call(iam.get_role, f"GetRole {role_name}", RoleName=role_name)
+        return str(answer["Role"]["Arn"])
+
+    def ensure_bucket(self, bucket: str) -> bool:
+        """Create S3 bucket ``bucket`` in the hook's region; False when this account has it already."""
+        region = self.s3_client.meta.region_name
+        where = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+        try:
+            self.call(self.s3_client.create_bucket, f"CreateBucket {bucket}", Bucket=bucket, **where)
+        except Exception as err:
+            if error_code(err) == "BucketAlreadyOwnedByYou":
+                return False
+            raise
+        return True
+
+    def upload_path(self, path: Path, s3_uri: str, *, tar: bool) -> int:
+        """Upload local file ``path`` to ``s3_uri``, or with ``tar`` a ``.tar.gz`` of it (a folder's
+        entries at its root, as the Amazon provider's ``S3Upload`` does); the bytes sent."""
+        import tempfile
+
+        from airflow_hetero.definition.source import write_path_tar_gz
+
+        bucket, key = split_s3_uri(s3_uri)
+        with tempfile.TemporaryFile() if tar else path.open("rb") as data:  # never held in memory
+            if tar:
+                write_path_tar_gz(path, data)
+            size = data.seek(0, 2)
+
+            def send() -> None:
+                data.seek(0)  # each attempt sends it all
+                self.s3_client.upload_fileobj(data, bucket, key)
+
+            self.call(send, f"upload {path} to {s3_uri}")
+        return size
 
     @staticmethod
     def classify(describe: dict[str, Any]) -> JobState:

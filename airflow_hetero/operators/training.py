@@ -17,9 +17,9 @@
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
 
-Importing this module loads nothing beyond ``airflow.sdk``, the extra links and the lineage mixin;
-each step is an ordinary method importing what it runs (a subclass may override one, say ``submit``).
-A DAG file pays for the class and the parse-time check (:mod:`~airflow_hetero.definition.validated`).
+Importing this module loads only ``airflow.sdk``, the extra links and the lineage mixin; each step is a
+method importing what it runs (a subclass may override one). A DAG file pays for the class and the
+parse-time check (:mod:`~airflow_hetero.definition.validated`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.definition.job import HeteroTrainingJob
-    from airflow_hetero.definition.training_request import TrainingRequest
+    from airflow_hetero.definition.submittable import Submittable
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.job.identity import TaskIdentity
     from airflow_hetero.logs.tail import LogTailer
@@ -134,8 +134,6 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         if (job is None) == (request is None):
             given = "both" if job is not None else "neither"
             raise ValueError(f"give job= (a definition) or request= (a CreateTrainingJob request), not {given}")
-        if job is not None and hasattr(job, "model_dump"):  # a HeteroTrainingJob: a dict renders at any depth
-            job = job.model_dump(mode="json", exclude_unset=True)
         from airflow_hetero.definition.validated import check_at_parse
 
         self.job: Mapping[str, Any] | str | None = check_at_parse(job, request=False)
@@ -204,47 +202,35 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         rendered: dict[str, Any] = self.render_template(data, context, jinja_env)
         return rendered
 
-    def load_definition(self, context: Context) -> HeteroTrainingJob | TrainingRequest:
+    def load_definition(self, context: Context) -> Submittable:
         """The rendered definition (or request), validated; definition errors fail without retries."""
         from airflow_hetero.definition.errors import JobDefinitionError
-        from airflow_hetero.definition.job import load_job
-        from airflow_hetero.definition.training_request import load_request
+        from airflow_hetero.definition.submittable import load_submittable
 
         source = self.job if self.request is None else self.request
         if isinstance(source, str):  # not rendered yet (execute() called directly)
             source = self.render_definition_file(source, context)
         try:
-            if self.request is None:
-                return load_job(source or {})
-            return load_request(source or {})
+            return load_submittable(source or {}, request=self.request is not None)
         except JobDefinitionError as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
 
     # -- starting or re-attaching the task instance's job --------------------------------------
 
-    def candidate_names(self, job: HeteroTrainingJob | TrainingRequest, context: Context) -> Iterator[str]:
+    def candidate_names(self, job: Submittable, context: Context) -> Iterator[str]:
         """Job names this task instance may use, in order: first try, then fresh suffixes."""
         from airflow_hetero.definition import naming
-        from airflow_hetero.definition.request import base_job_name
-        from airflow_hetero.definition.training_request import TrainingRequest
 
-        if self.job_name:
-            # the longest name this task may use must be valid before the first job is sent
-            for name in (self.job_name, f"{self.job_name}-{naming.MAX_ATTEMPT}"):
-                problem = naming.check_job_name(name)
-                if problem:
-                    raise AirflowFailException(f"job_name: {problem} (retries append up to -{naming.MAX_ATTEMPT})")
-            for attempt in range(naming.MAX_ATTEMPT + 1):
-                yield self.job_name if attempt == 0 else f"{self.job_name}-{attempt}"
-            return
-        ti: Any = context["ti"]
-        base = job.base_job_name if isinstance(job, TrainingRequest) else base_job_name(job)
-        key = naming.task_key(base, ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
-        for attempt in range(naming.MAX_ATTEMPT + 1):
-            yield naming.derived_job_name(base, key, attempt)
+        if not self.job_name:
+            ti: Any = context["ti"]
+            return naming.task_job_names(job.base_job_name, ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
+        try:  # the longest name this task may use must be valid before the first job is sent
+            return iter(naming.explicit_job_names(self.job_name))
+        except ValueError as err:
+            raise AirflowFailException(f"job_name: {err}") from err
 
     def start_job(
-        self, hook: HeteroTrainingHook, job: HeteroTrainingJob | TrainingRequest, context: Context, region: str
+        self, hook: HeteroTrainingHook, job: Submittable, context: Context, region: str
     ) -> tuple[str, dict[str, Any] | None]:
         """Re-attach to this task instance's job or submit a new one; the name and its description.
 
@@ -290,41 +276,26 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         raise AirflowFailException("Every job name for this task instance is taken")
 
     def submit(
-        self,
-        hook: HeteroTrainingHook,
-        job: HeteroTrainingJob | TrainingRequest,
-        name: str,
-        region: str,
-        identity: TaskIdentity,
+        self, hook: HeteroTrainingHook, job: Submittable, name: str, region: str, identity: TaskIdentity
     ) -> None:
-        """Package and upload a local source_dir, then send the one CreateTrainingJob (identity stamped)."""
-        from airflow_hetero.definition.errors import JobDefinitionError
-        from airflow_hetero.definition.request import build_training_request
-        from airflow_hetero.definition.source import (
-            SourceDirError,
-            package_source_dir,
-            source_upload_uri,
-            upload_extra_args,
-        )
-        from airflow_hetero.definition.training_request import TrainingRequest
+        """Run what comes before the create (a request's provider steps, a definition's local code upload),
+        then send the one CreateTrainingJob (identity stamped)."""
         from airflow_hetero.job.resource_config import describe_groups, instance_groups, is_hetero
         from airflow_hetero.job.waiting import wait_limit_seconds
+        from airflow_hetero.operators.provider_steps import run_provider_steps
 
-        upload_uri, code = None, None  # a request names its code's S3 location itself
-        try:
-            if isinstance(job, TrainingRequest):
-                request = identity.stamp(job.build(job_name=name))
-                if job.name_note and not self.job_name:
-                    self.log.warning("%s", job.name_note)
-            else:
-                request = identity.stamp(build_training_request(job, job_name=name, region=region))
-                upload_uri = source_upload_uri(job, name)
-                code = package_source_dir(job, base=self.base_dir()) if upload_uri else None
-        except (JobDefinitionError, SourceDirError, ValueError) as err:
+        base = self.base_dir()
+        try:  # a definition, source_dir or config error (JobDefinitionError, SourceDirError: ValueErrors) fails
+            role_arn = run_provider_steps(hook, job.steps, base, self.log)
+            request = identity.stamp(job.build(job_name=name, region=region, role_arn=role_arn))
+            upload = job.source_upload(name, base)
+        except ValueError as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
-        if upload_uri and code is not None and not isinstance(job, TrainingRequest):
-            hook.upload_bytes(code, upload_uri, upload_extra_args(job))
-            self.log.info("Uploaded training code (%d bytes) to %s", len(code), upload_uri)
+        if job.name_note and not self.job_name:
+            self.log.warning("%s", job.name_note)
+        if upload is not None:
+            hook.upload_bytes(upload.code, upload.uri, upload.extra_args)
+            self.log.info("Uploaded training code (%d bytes) to %s", len(upload.code), upload.uri)
         self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(request, indent=2, default=str))
         self.active_job_name = name
         self.submitted_at = time.time()

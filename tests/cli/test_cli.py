@@ -42,7 +42,7 @@ def test_validate_valid_example(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_validate_reports_every_problem_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bad = dict(BASE, role="SageMakerRole", volume_sise=50)
+    bad = dict(BASE, role="SageMaker Role", volume_sise=50)
     bad["instance_groups"] = [
         dict(BASE["instance_groups"][0], instance_type="ml.bogus.xlarge"),
         BASE["instance_groups"][1],
@@ -51,7 +51,7 @@ def test_validate_reports_every_problem_one_line_each(tmp_path: Path, capsys: py
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3
-    assert err[0].startswith(f"{path}: role: 'SageMakerRole' is not an IAM role ARN")
+    assert err[0].startswith(f"{path}: role: 'SageMaker Role' is neither an IAM role ARN")
     assert err[1].startswith(f"{path}: instance_groups[0].instance_type: 'ml.bogus.xlarge' is not a SageMaker")
     assert err[2].startswith(f"{path}: volume_sise: unknown field 'volume_sise'; did you mean 'volume_size'?")
 
@@ -154,13 +154,13 @@ def test_instance_types_lists_botocore_enum(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_console_script_exits_2_without_traceback(tmp_path: Path) -> None:
-    path = write(tmp_path, "job.yaml", "role: x\n")
+    path = write(tmp_path, "job.yaml", "role: x/y\n")
     proc = subprocess.run(
         [sys.executable, "-m", "airflow_hetero.cli", "validate", str(path)], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert f"{path}: role: 'x' is not an IAM role ARN" in proc.stderr
+    assert f"{path}: role: 'x/y' is not an IAM role ARN" in proc.stderr
 
 
 V3_REQUEST = Path(__file__).parents[1] / "data" / "sdk_v3" / "two_groups_torchrun.request.json"
@@ -209,3 +209,28 @@ def test_render_names_a_request_as_the_task_would(tmp_path: Path, capsys: pytest
     assert main(["render", str(V3_REQUEST)]) == 0
     name = json.loads(capsys.readouterr().out)["TrainingJobName"]
     assert name.startswith("v3-hetero-20261202040019-") and name != sent["TrainingJobName"]
+
+
+def test_validate_and_render_say_what_the_providers_steps_will_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.loads(V3_REQUEST.read_text())
+    config["RoleArn"] = "SageMakerRole"
+    config["S3Operations"] = {
+        "S3CreateBucket": [{"Bucket": "staging-bucket"}],
+        "S3Upload": [{"Path": "model", "Bucket": "staging-bucket", "Key": "m.tar.gz", "Tar": True}],
+    }
+    path = write(tmp_path, "config.json", json.dumps(config))
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  before the create: RoleArn: role name SageMakerRole is expanded to its ARN (IAM GetRole)",
+        "  before the create: S3Operations: bucket staging-bucket is created (unless this account has it)",
+        "  before the create: S3Operations: model is uploaded as .tar.gz to s3://staging-bucket/m.tar.gz",
+    ]
+    assert main(["render", str(path), "--job-name", "job-1"]) == 0
+    out, err = capsys.readouterr()
+    rendered = json.loads(out)
+    assert rendered["RoleArn"] == "SageMakerRole" and "S3Operations" not in rendered
+    assert err.splitlines()[0] == (
+        "before the create: RoleArn: role name SageMakerRole is expanded to its ARN (IAM GetRole)"
+    )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.tarballs import members
 
 from airflow_hetero.definition.job import load_job
 from airflow_hetero.definition.source import (
@@ -23,11 +24,6 @@ from airflow_hetero.definition.source import (
 )
 
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
-
-
-def members(blob: bytes) -> dict[str, bytes]:
-    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
 
 
 @pytest.fixture

@@ -99,13 +99,31 @@ def test_unknown_members_are_refused_with_a_suggestion_as_the_cli_refuses_them()
     assert found["OutputDataConfig.S3OutputPat"].startswith("unknown field 'S3OutputPat'; did you mean 'S3OutputPath'?")
 
 
-def test_provider_only_s3_operations_are_refused_with_what_to_do() -> None:
-    found = dict(problems(provider_config(S3Operations={"S3Upload": []})))
-    assert "upload the files before the task" in found["S3Operations"]
+def test_the_providers_s3_operations_and_role_name_are_taken_out_of_the_request() -> None:
+    operations = {
+        "S3CreateBucket": [{"Bucket": "staging-bucket"}],
+        "S3Upload": [{"Path": "data/train.csv", "Bucket": "staging-bucket", "Key": "train/train.csv", "Tar": False}],
+    }
+    loaded = load_request(provider_config(S3Operations=operations, RoleArn="SageMakerRole"))
+    assert loaded.steps.buckets == ("staging-bucket",)
+    (upload,) = loaded.steps.uploads
+    assert (upload.path, upload.uri, upload.tar, upload.loc) == (
+        "data/train.csv",
+        "s3://staging-bucket/train/train.csv",
+        False,
+        "S3Operations.S3Upload[0]",
+    )
+    assert loaded.steps.role_name == "SageMakerRole"
+    assert "S3Operations" not in loaded.request  # never sent: SageMaker has no such member
+    built = loaded.build(job_name="task-job", role_arn="arn:aws:iam::123456789012:role/SageMakerRole")
+    assert built["RoleArn"] == "arn:aws:iam::123456789012:role/SageMakerRole" and "S3Operations" not in built
+    with pytest.raises(ValueError, match="RoleArn: the role name 'SageMakerRole' has not been expanded"):
+        loaded.build(job_name="task-job")
+    assert not load_request(provider_config()).steps  # a plain request has nothing to do first
 
 
 def test_botocore_shape_rules_required_enum_pattern_length_and_bounds() -> None:
-    config = provider_config(RoleArn="SageMakerRole")
+    config = provider_config(RoleArn="arn:aws:iam::12:role/SageMakerRole")
     del config["OutputDataConfig"]
     config["AlgorithmSpecification"]["TrainingInputMode"] = "Files"
     config["ResourceConfig"]["InstanceGroups"][0]["InstanceType"] = "ml.c5.xlarg"
@@ -113,7 +131,9 @@ def test_botocore_shape_rules_required_enum_pattern_length_and_bounds() -> None:
     config["InputDataConfig"][0]["ChannelName"] = "train data"
     found = dict(problems(config))
     assert found["OutputDataConfig"] == "field required"
-    assert found["RoleArn"].startswith("'SageMakerRole' does not match botocore's RoleArn pattern arn:aws")
+    assert found["RoleArn"].startswith(
+        "'arn:aws:iam::12:role/SageMakerRole' does not match botocore's RoleArn pattern arn:aws"
+    )
     assert found["AlgorithmSpecification.TrainingInputMode"] == (
         "'Files' is not allowed; did you mean 'File'? (allowed: Pipe, File, FastFile)"
     )

@@ -527,3 +527,18 @@ def test_the_not_found_grace_of_the_operator_reaches_its_trigger(jobs: MotoJobs)
     assert HeteroTrainingTrigger("old").not_found_grace_seconds is None
     # unset, it is not written: a triggerer of the previous release loads the trigger as before
     assert "not_found_grace_seconds" not in HeteroTrainingTrigger("old").serialize()[1]
+
+
+def test_a_role_name_is_expanded_with_iam_when_the_job_is_submitted(jobs: MotoJobs) -> None:
+    """As the SDK's expand_role: a role without '/' is a name, looked up with IAM GetRole."""
+    with pytest.raises(AirflowFailException, match="role: IAM has no role named 'SageMakerRole'"):
+        operator(job={**JOB, "role": "SageMakerRole"}, wait_for_completion=False).execute(context("r1"))
+    assert jobs.names() == []
+    trust = '{"Version": "2012-10-17", "Statement": []}'
+    arn = boto3.client("iam").create_role(RoleName="SageMakerRole", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    op = operator(job={**JOB, "role": "SageMakerRole"}, wait_for_completion=False)
+    logged = record_logs(op)
+    name = op.execute(context("r2"))["training_job_name"]
+    described = boto3.client("sagemaker", region_name="us-east-1").describe_training_job(TrainingJobName=name)
+    assert described["RoleArn"] == arn
+    assert f"role: role name SageMakerRole is {arn}" in logged.text()

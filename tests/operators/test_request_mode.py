@@ -225,3 +225,68 @@ def test_the_moto_stand_in_refuses_what_the_service_refuses(jobs: MotoJobs) -> N
     with pytest.raises(client.exceptions.ClientError, match="at 'trainingJobName' failed to satisfy constraint"):
         client.create_training_job(**long_name)
     assert jobs.names() == []
+
+
+TRUST = '{"Version": "2012-10-17", "Statement": []}'
+
+
+def provider_steps_dag(tmp_path: Path, **changes: Any) -> HeteroTrainingOperator:
+    """A provider config with S3Operations (a relative path) and a role name, in a DAG file at tmp_path."""
+    from airflow.providers.common.compat.sdk import DAG
+
+    (tmp_path / "model").mkdir(exist_ok=True)
+    (tmp_path / "model" / "weights.bin").write_bytes(b"w" * 10)
+    (tmp_path / "train.csv").write_text("1,2\n")
+    config = {
+        **provider_config(),
+        "RoleArn": "SageMakerRole",
+        "S3Operations": {
+            "S3CreateBucket": [{"Bucket": "staging-bucket"}],
+            "S3Upload": [
+                {"Path": "train.csv", "Bucket": "staging-bucket", "Key": "in/train.csv", "Tar": False},
+                {"Path": str(tmp_path / "model"), "Bucket": "staging-bucket", "Key": "in/model.tar.gz", "Tar": True},
+            ],
+        },
+        **changes,
+    }
+    with DAG("retrain", schedule=None) as dag:
+        op = operator(request=config, wait_for_completion=False)
+    dag.fileloc = str(tmp_path / "dag.py")
+    return op
+
+
+def test_the_providers_s3_operations_and_role_name_run_before_the_one_create(jobs: MotoJobs, tmp_path: Path) -> None:
+    role = boto3.client("iam").create_role(RoleName="SageMakerRole", AssumeRolePolicyDocument=TRUST)["Role"]["Arn"]
+    op = provider_steps_dag(tmp_path)
+    logged = record_logs(op)
+    name = op.execute(context())["training_job_name"]
+    assert described(name)["RoleArn"] == role
+    s3 = boto3.client("s3", region_name="us-east-1")
+    assert s3.get_object(Bucket="staging-bucket", Key="in/train.csv")["Body"].read() == b"1,2\n"  # from the DAG folder
+    assert s3.head_object(Bucket="staging-bucket", Key="in/model.tar.gz")["ContentLength"] > 0
+    text = logged.text()
+    assert f"RoleArn: role name SageMakerRole is {role}" in text
+    assert "S3Operations: bucket staging-bucket created" in text
+    assert f"S3Operations: uploaded {tmp_path / 'model'} as .tar.gz to s3://staging-bucket/in/model.tar.gz" in text
+    assert text.index("S3Operations: uploaded") < text.index("CreateTrainingJob request for")
+    assert jobs.calls["CreateTrainingJob"] == 1
+    s3.delete_object(Bucket="staging-bucket", Key="in/train.csv")
+    again = provider_steps_dag(tmp_path)
+    assert again.execute(context())["training_job_name"] == name  # the retry re-attaches ...
+    assert "Contents" not in s3.list_objects_v2(Bucket="staging-bucket", Prefix="in/train.csv")  # ... uploading nothing
+    assert jobs.calls["CreateTrainingJob"] == 1
+
+
+def test_an_unknown_role_or_a_missing_path_fails_without_retries_naming_the_field(
+    jobs: MotoJobs, tmp_path: Path
+) -> None:
+    with pytest.raises(AirflowFailException, match="RoleArn: IAM has no role named 'SageMakerRole'"):
+        provider_steps_dag(tmp_path).execute(context("r1"))
+    boto3.client("iam").create_role(RoleName="SageMakerRole", AssumeRolePolicyDocument=TRUST)
+    missing = {"S3Upload": [{"Path": "nowhere.csv", "Bucket": "staging-bucket", "Key": "k", "Tar": False}]}
+    with pytest.raises(AirflowFailException, match=r"S3Operations.S3Upload\[0\].Path: '.*nowhere.csv' does not exist"):
+        provider_steps_dag(tmp_path, S3Operations=missing).execute(context("r2"))
+    folder = {"S3Upload": [{"Path": "model", "Bucket": "staging-bucket", "Key": "k", "Tar": False}]}
+    with pytest.raises(AirflowFailException, match="is a folder; set Tar: true"):
+        provider_steps_dag(tmp_path, S3Operations=folder).execute(context("r3"))
+    assert jobs.names() == []  # no job for any of them

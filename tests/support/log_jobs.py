@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from support.service_model import check_answer
+
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
@@ -91,7 +93,9 @@ def put_utilization(cloudwatch: Any, job: str, host: str, metric: str, values: l
 
 
 class DescribeOverride:
-    """A SageMaker client whose DescribeTrainingJob answer has some fields replaced (status, times)."""
+    """A SageMaker client whose DescribeTrainingJob answer has some fields replaced (status, times; None
+    leaves the member out, as the service does for a running job's end time), checked against the
+    operation's output shape."""
 
     def __init__(self, client: Any, **fields: Any) -> None:
         self.client = client
@@ -106,6 +110,9 @@ class DescribeOverride:
         self.calls += 1
         answer = dict(self.client.describe_training_job(**kwargs))
         answer.update(self.fields)
+        for key in [k for k, v in self.fields.items() if v is None]:  # None: the member is not sent at all
+            del answer[key]
+        check_answer("DescribeTrainingJob", answer)  # a replaced field of the service's own shape
         return answer
 
 

@@ -34,3 +34,12 @@ def check_request(operation: str, params: dict[str, Any], service: str = "sagema
     if message is not None:
         error = {"Error": {"Code": "ValidationException", "Message": message}}
         raise ClientError({**error, "ResponseMetadata": {"HTTPStatusCode": 400}}, operation)
+
+
+def check_answer(operation: str, answer: dict[str, Any], service: str = "sagemaker") -> None:
+    """Raise AssertionError when ``answer`` (what a stand-in returns) does not fit the operation's
+    output shape: a member the service never sends, or a value of another type."""
+    shape = service_model(service).operation_model(operation).output_shape
+    body = {k: v for k, v in answer.items() if k != "ResponseMetadata"}
+    report = ParamValidator().validate(body, shape)
+    assert not report.has_errors(), f"{operation} answer does not fit the service model:\n{report.generate_report()}"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, ParamValidationError
-from support.service_model import check_request
+from support.service_model import check_answer, check_request
 
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.triggers import HeteroTrainingTrigger
@@ -43,10 +43,14 @@ class FakeSageMaker:
 
     def add(self, name: str) -> None:
         now = self.tick()
-        self.jobs[name] = {
+        self.jobs[name] = {  # every member the service always sends (checked against its output shape)
             "TrainingJobName": name,
+            "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}",
+            "ModelArtifacts": {"S3ModelArtifacts": ""},
             "TrainingJobStatus": "InProgress",
             "SecondaryStatus": "Starting",
+            "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File"},
+            "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
             "CreationTime": now,
             "LastModifiedTime": now,
             "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
@@ -62,7 +66,9 @@ class FakeSageMaker:
         await asyncio.sleep(0)
         if kwargs["TrainingJobName"] not in self.jobs:
             raise client_error("ValidationException")
-        return dict(self.jobs[kwargs["TrainingJobName"]])
+        answer = dict(self.jobs[kwargs["TrainingJobName"]])
+        check_answer("DescribeTrainingJob", answer)
+        return answer
 
     async def list_training_jobs(self, **kwargs: Any) -> dict[str, Any]:
         self.calls["ListTrainingJobs"] += 1
@@ -81,12 +87,14 @@ class FakeSageMaker:
         page = items[start : start + kwargs.get("MaxResults", 10)]
         answer: dict[str, Any] = {
             "TrainingJobSummaries": [
-                {k: j[k] for k in ("TrainingJobName", "TrainingJobStatus", "SecondaryStatus", "LastModifiedTime")}
+                {k: j[k] for k in ("TrainingJobName", "TrainingJobArn", "CreationTime", "LastModifiedTime")}
+                | {"TrainingJobStatus": j["TrainingJobStatus"], "SecondaryStatus": j["SecondaryStatus"]}
                 for j in page
             ]
         }
         if start + len(page) < len(items):
             answer["NextToken"] = str(start + len(page))
+        check_answer("ListTrainingJobs", answer)
         return answer
 
 

@@ -180,15 +180,18 @@ def opt_ml_problem(directory: Path, timeout: float = 10.0) -> str | None:
 
 @dataclass(frozen=True)
 class HostUsage:
-    """The kernel's account of a host's main process and its reaped descendants, taken when reaped.
-
-    (No peak memory: Linux's ``ru_maxrss`` of a child carries its parent's over fork and exec.)
-    """
+    """The kernel's account of a host's main process and its reaped descendants, taken when reaped."""
 
     cpu_seconds: float
     """User plus system CPU time of the whole run."""
     ended: float
     """Epoch seconds when it ended (its output closed, or when it was reaped)."""
+    peak_rss: int | None = None
+    """Peak resident bytes of the host's largest process, as the shim saw it reaped (None: not known).
+
+    Not the endpoint's own ``ru_maxrss`` of the shim: Linux carries a parent's peak over fork and
+    exec, and the shim is forked from the endpoint; the entry point is forked from the small shim.
+    """
 
 
 class HostProcess:
@@ -256,6 +259,7 @@ class HostProcess:
         if self.mark is not None:
             env[MARK_ENV] = self.mark
         shim = [sys.executable, str(SHIM), "--parent", str(os.getpid()), "--grace", repr(self._grace)]
+        shim += ["--peak-rss-file", str(self.peak_rss_file)]
         if self.opt_ml is not None:
             shim += ["--opt-ml", str(self.opt_ml)]
         shim.append("--")
@@ -323,8 +327,19 @@ class HostProcess:
         now = time.time()
         # Both pipes closed (usually at exit) is a closer end than the reaping, up to a poll later.
         ended = min(now, max(self._output_closed)) if len(self._output_closed) == len(self._readers) > 0 else now
-        self.usage = HostUsage(cpu_seconds=rusage.ru_utime + rusage.ru_stime, ended=ended)
+        self.usage = HostUsage(cpu_seconds=rusage.ru_utime + rusage.ru_stime, ended=ended, peak_rss=self._peak_rss())
         proc.returncode = os.waitstatus_to_exitcode(status)
+
+    @property
+    def peak_rss_file(self) -> Path:
+        """Where the shim writes the host's peak resident size when it ends (beside the log file)."""
+        return self._log_file.with_name(self._log_file.stem + ".peak-rss")
+
+    def _peak_rss(self) -> int | None:
+        try:
+            return int(self.peak_rss_file.read_text(encoding="ascii")) or None
+        except (OSError, ValueError):  # killed before it could write, or a full disk
+            return None
 
     def wait(self, timeout: float) -> None:
         """Reap the main process if it exits within ``timeout`` seconds."""

@@ -1,6 +1,6 @@
 """The first process of every host: runs the entry point and keeps every process it starts in reach.
 
-Run as ``python shim.py [--parent PID] [--grace SECONDS] -- COMMAND...`` (stdlib only, imports
+Run as ``python shim.py [--parent PID] [--grace SECONDS] [...] -- COMMAND...`` (stdlib only, imports
 nothing of the package, so it starts fast). On Linux it makes itself a *child subreaper*
 (``prctl(PR_SET_CHILD_SUBREAPER)``, no privileges needed): a process the entry point starts stays
 its descendant even after it calls ``setsid()`` or double-forks, instead of being re-parented to
@@ -61,6 +61,8 @@ _received: list[int] = []
 """Signals noted by the handler, not yet passed on (appended by the handler, drained by the loop)."""
 _reaped: dict[int, int] = {}
 """Wait status of every child reaped so far, by pid."""
+_peak_rss: list[int] = [0]
+"""The largest peak resident size (bytes) the kernel reported for a reaped child so far."""
 
 
 def _note(signum: int, frame: object) -> None:
@@ -172,15 +174,31 @@ def signal_all(signum: int, pids: list[int] | None = None) -> None:
 
 
 def reap() -> None:
-    """Reap every exited child (orphans re-parented to this subreaper included), noting its status."""
+    """Reap every exited child (orphans re-parented to this subreaper included), noting its status
+    and its peak resident size."""
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
         _reaped[pid] = status
+        # kilobytes on Linux, bytes on macOS; a child's peak includes this (small) shim's size at fork
+        _peak_rss[0] = max(_peak_rss[0], usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024))
+
+
+def write_peak_rss(path: str) -> None:
+    """Write the peak resident size of the largest reaped child (bytes) to ``path``; ignore a failure
+    (a full disk must not change how the host ends)."""
+    partial = f"{path}.partial"
+    try:
+        with open(partial, "w", encoding="ascii") as handle:
+            handle.write(f"{_peak_rss[0]}\n")
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
 
 
 def kill_all(wait: float = KILL_WAIT) -> None:
@@ -241,29 +259,29 @@ def supervise(child: int, grace: float) -> tuple[int, float]:
         time.sleep(TICK)
 
 
-def parse(argv: list[str]) -> tuple[int | None, float, str | None, list[str]]:
-    """(parent pid or None, grace seconds, /opt/ml directory or None, command) from
-    ``[--parent PID] [--grace S] [--opt-ml DIR] -- COMMAND...``."""
-    parent: int | None = None
-    grace = GRACE
-    opt_ml: str | None = None
+def parse(argv: list[str]) -> tuple[int | None, float, str | None, str | None, list[str]]:
+    """(parent pid or None, grace seconds, /opt/ml directory, peak-RSS file, command) from
+    ``[--parent PID] [--grace S] [--opt-ml DIR] [--peak-rss-file FILE] -- COMMAND...``."""
+    values: dict[str, str] = {}
     args = list(argv)
-    while args and args[0] in ("--parent", "--grace", "--opt-ml") and len(args) > 1:
+    while args and args[0] in ("--parent", "--grace", "--opt-ml", "--peak-rss-file") and len(args) > 1:
         option, value = args.pop(0), args.pop(0)
-        if option == "--parent":
-            parent = int(value)
-        elif option == "--grace":
-            grace = float(value)
-        else:
-            opt_ml = value
+        values[option[2:]] = value
     if args and args[0] == "--":
         args.pop(0)
-    return parent, grace, opt_ml, args
+    parent = values.get("parent")
+    grace = float(values.get("grace", GRACE))
+    return int(parent) if parent is not None else None, grace, values.get("opt-ml"), values.get("peak-rss-file"), args
 
 
 def main(argv: list[str]) -> int:
-    """Run the command, return its exit code; die of its signal when it was killed."""
-    parent, grace, opt_ml, command = parse(argv)
+    """Run the command, return its exit code; die of its signal when it was killed.
+
+    Given ``--peak-rss-file``, writes there the peak resident size of the host's largest process
+    (from the kernel, when reaped) before it exits: a host too short to be sampled still has a
+    memory figure.
+    """
+    parent, grace, opt_ml, peak_rss_file, command = parse(argv)
     if not command:
         sys.stderr.write("hostshim: no command\n")
         return 2
@@ -285,6 +303,8 @@ def main(argv: list[str]) -> int:
     code = os.waitstatus_to_exitcode(status)
     child.returncode = code  # reaped here, not by Popen
     end_leftovers(max(0.0, kill_at - time.monotonic()))
+    if peak_rss_file is not None:
+        write_peak_rss(peak_rss_file)
     if code < 0:
         if -code not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
             signal.signal(-code, signal.SIG_DFL)

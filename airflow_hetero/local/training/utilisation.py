@@ -9,9 +9,10 @@ Each CPU figure is the host's CPU time since its previous figure (the first one:
 started) over the wall time in between, so no figure is a "priming" zero. Besides the figures
 every ``interval`` seconds, a host gets its first figure once it has run ``FIRST_FIGURE_AFTER``
 seconds, and when it ends :meth:`MetricsSampler.finish` adds a last CPU figure from the kernel's
-account of its run (:class:`airflow_hetero.local.host.process.HostUsage`; the kernel's peak-memory
-figure is not used: Linux carries the parent's over fork and exec). So hosts that live shorter
-than one interval, common on a laptop, still report CPU and memory utilisation.
+account of its run (:class:`airflow_hetero.local.host.process.HostUsage`). A host that ended
+before any figure of its own (very short, or a busy machine kept the sampler from it) gets its
+peak resident memory as its one memory figure instead. So hosts that live shorter than one
+interval, common on a laptop, still report CPU and memory utilisation.
 """
 
 from __future__ import annotations
@@ -140,7 +141,8 @@ class MetricsSampler:
 
     def finish(self, host: str, usage: HostUsage | None) -> None:
         """Stop sampling ``host`` and put its last CPU figure (since its previous figure) from
-        ``usage``, the kernel's account when it was reaped (None: no last figure)."""
+        ``usage``, the kernel's account when it was reaped (None: no last figure); a host never
+        sampled also gets its peak memory."""
         with self._lock:
             state = self._hosts.pop(host, None)
         if state is None or usage is None:
@@ -148,7 +150,12 @@ class MetricsSampler:
         if state.figures and usage.ended - state.wall < MIN_FINAL_SPAN:
             return  # a figure was just taken; a last one over a few ms would only be noise
         cpu = self._cpu_percent(state, usage.cpu_seconds, usage.ended)
-        self.publish({host: (cpu, None)}, at=max(usage.ended, state.wall))
+        memory = None
+        if not state.figures and usage.peak_rss:  # no sample caught it alive: its peak is all there is
+            import psutil
+
+            memory = round(100.0 * usage.peak_rss / psutil.virtual_memory().total, 3)
+        self.publish({host: (cpu, memory)}, at=max(usage.ended, state.wall))
 
     def publish(self, figures: dict[str, tuple[float, float | None]], at: float | None = None) -> None:
         """Put one figure of each host to CloudWatch, stamped ``at`` (epoch seconds; default now);

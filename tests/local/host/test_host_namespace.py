@@ -119,8 +119,8 @@ def test_when_neither_is_available_the_shim_says_why_and_runs_nothing(tmp_path: 
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--opt-ml", "/x", "--", "a"], (None, shim.GRACE, "/x", ["a"])),
-        (["--parent", "3", "--opt-ml", "/y", "--grace", "1", "--", "a"], (3, 1.0, "/y", ["a"])),
+        (["--opt-ml", "/x", "--", "a"], (None, shim.GRACE, "/x", None, ["a"])),
+        (["--parent", "3", "--opt-ml", "/y", "--grace", "1", "--", "a"], (3, 1.0, "/y", None, ["a"])),
     ],
 )
 def test_the_shim_reads_the_opt_ml_option(argv: list[str], expected: tuple[object, ...]) -> None:

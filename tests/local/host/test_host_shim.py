@@ -118,12 +118,13 @@ def test_the_shim_ends_its_tree_when_its_parent_is_killed(tmp_path: Path, pids_f
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--", "a", "b"], (None, shim.GRACE, None, ["a", "b"])),
-        (["--parent", "12", "--grace", "0.5", "--", "a"], (12, 0.5, None, ["a"])),
-        (["a", "--grace"], (None, shim.GRACE, None, ["a", "--grace"])),
+        (["--", "a", "b"], (None, shim.GRACE, None, None, ["a", "b"])),
+        (["--parent", "12", "--grace", "0.5", "--", "a"], (12, 0.5, None, None, ["a"])),
+        (["a", "--grace"], (None, shim.GRACE, None, None, ["a", "--grace"])),
+        (["--peak-rss-file", "/p", "--", "a"], (None, shim.GRACE, None, "/p", ["a"])),
     ],
 )
 def test_the_shim_reads_its_options_before_the_command(
-    argv: list[str], expected: tuple[int | None, float, str | None, list[str]]
+    argv: list[str], expected: tuple[int | None, float, str | None, str | None, list[str]]
 ) -> None:
     assert shim.parse(argv) == expected

@@ -102,6 +102,7 @@ def test_shipper_splits_large_batches() -> None:
     assert puts[2]["logEvents"][-1]["message"] == "line 24999"
 
 
+MB = 1024 * 1024
 SPIN = "import time\nt = time.time()\nwhile time.time() - t < {seconds}: pass\n"
 
 
@@ -232,10 +233,13 @@ def test_host_shorter_than_the_interval_gets_a_first_and_a_last_figure(host: Any
     assert accounted == pytest.approx(usage.cpu_seconds, abs=0.03)
 
 
-def test_host_ending_before_its_first_figure_reports_cpu_only(host: Any) -> None:
+def test_host_ending_before_its_first_figure_reports_cpu_and_its_peak_memory(host: Any) -> None:
+    import psutil
+
     cloudwatch = _Recorder()
     sampler = MetricsSampler(cloudwatch, "job-1", interval=60)
-    proc = host("pass")
+    ballast = b"\x01" * (300 * MB)  # the endpoint's own size must not show as the host's (fork/exec carry it)
+    proc = host(f"b = bytearray({64 * MB})")
     sampler.watch("algo-1", proc.start())
     # not polled yet: the exited host stays a zombie, as between two polls of the runner
     deadline = time.monotonic() + 20
@@ -244,11 +248,26 @@ def test_host_ending_before_its_first_figure_reports_cpu_only(host: Any) -> None
         time.sleep(0.01)
     assert sampler.sample() == {}  # an exited (unreaped) host gives no figure: it has no memory left
     assert _wait_exit(proc) == 0
-    sampler.finish("algo-1", proc.usage)
+    del ballast
+    usage = proc.usage
+    assert usage is not None and usage.peak_rss is not None
+    assert 64 * MB <= usage.peak_rss < 64 * MB + 60 * MB  # the script's array plus an interpreter
+    sampler.finish("algo-1", usage)
     ((figure,),) = [_puts(cloudwatch)]
-    assert set(figure) == {"CPUUtilization"} and figure["CPUUtilization"] >= 0
+    assert set(figure) == {"CPUUtilization", "MemoryUtilization"} and figure["CPUUtilization"] >= 0
+    total = psutil.virtual_memory().total
+    assert figure["MemoryUtilization"] == pytest.approx(100 * usage.peak_rss / total, abs=0.001)
     sampler.finish("algo-1", proc.usage)  # only once
     assert len(cloudwatch.calls) == 1
+
+
+def test_a_host_killed_before_the_shim_wrote_its_peak_has_no_peak(host: Any) -> None:
+    proc = host("import time; time.sleep(30)")
+    proc.start()
+    proc.kill()
+    assert _wait_exit(proc) != 0
+    assert proc.usage is not None and proc.usage.peak_rss is None
+    assert not proc.peak_rss_file.exists()
 
 
 def _status(pid: int) -> str:

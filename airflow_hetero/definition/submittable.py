@@ -1,0 +1,105 @@
+"""What the operator submits, whichever form it was given in: a definition or a CreateTrainingJob request.
+
+Both are a :class:`Submittable`: the base of the task's job names, a note for the task log, what
+the Amazon provider's config asks for before the create, the request for a job name and region,
+and the local training code to upload first. So the operator never asks which kind it holds. A
+:class:`~airflow_hetero.definition.training_request.TrainingRequest` is one as it is;
+:class:`DefinitionJob` makes a :class:`~airflow_hetero.definition.job.HeteroTrainingJob` one (its
+own ``base_job_name`` is the optional field the definition was given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from airflow_hetero.definition.job import HeteroTrainingJob
+    from airflow_hetero.definition.provider_config import ProviderSteps
+    from airflow_hetero.definition.source import SourceUpload
+
+__all__ = ["DefinitionJob", "Submittable", "load_submittable"]
+
+
+class Submittable(Protocol):
+    """A job the operator can submit: a checked definition or request, not yet named."""
+
+    @property
+    def base_job_name(self) -> str:
+        """The base of the job names derived per task instance."""
+
+    @property
+    def name_note(self) -> str | None:
+        """What the task log says when a name the job came with is not used, if anything."""
+
+    @property
+    def steps(self) -> ProviderSteps:
+        """The provider's ``S3Operations`` and a role name as ``RoleArn``, run before the create (or none)."""
+
+    def build(self, *, job_name: str, region: str, role_arn: str | None = None) -> dict[str, Any]:
+        """The CreateTrainingJob request to send as ``job_name`` in ``region``; ``role_arn``: what the
+        role name of :attr:`steps` expanded to."""
+
+    def source_upload(self, job_name: str, base_dir: Path) -> SourceUpload | None:
+        """The local code to upload before the create (paths against ``base_dir``), or None."""
+
+
+@dataclass(frozen=True)
+class DefinitionJob:
+    """A :class:`~airflow_hetero.definition.job.HeteroTrainingJob` as a :class:`Submittable`."""
+
+    job: HeteroTrainingJob
+
+    @property
+    def base_job_name(self) -> str:
+        """The definition's ``base_job_name``, or the SDK's default (the image's repository name)."""
+        from airflow_hetero.definition.request import base_job_name
+
+        return base_job_name(self.job)
+
+    @property
+    def name_note(self) -> None:
+        """None: a definition carries no job name of its own."""
+        return None
+
+    @property
+    def steps(self) -> ProviderSteps:
+        """A role name as ``role`` to expand (as the SDK's ``expand_role``), else nothing (the code upload
+        is :meth:`source_upload`)."""
+        from airflow_hetero.definition.provider_config import ProviderSteps
+        from airflow_hetero.definition.roles import is_role_name
+
+        if not is_role_name(self.job.role):
+            return ProviderSteps()
+        return ProviderSteps(role_name=self.job.role, role_field="role")
+
+    def build(self, *, job_name: str, region: str, role_arn: str | None = None) -> dict[str, Any]:
+        """The request the SageMaker Python SDK v2 sends for the definition; ``role_arn``: what a role
+        name as ``role`` expanded to (required then)."""
+        from airflow_hetero.definition.request import build_training_request
+
+        request = build_training_request(self.job, job_name=job_name, region=region)
+        if self.steps.role_name is not None:
+            if role_arn is None:
+                raise ValueError(f"role: the role name '{self.job.role}' has not been expanded to its ARN")
+            request["RoleArn"] = role_arn
+        return request
+
+    def source_upload(self, job_name: str, base_dir: Path) -> SourceUpload | None:
+        """A local ``source_dir`` (or entry point) packaged for ``job_name``; None when the code is in S3."""
+        from airflow_hetero.definition.source import source_upload
+
+        return source_upload(self.job, job_name, base=base_dir)
+
+
+def load_submittable(source: Mapping[str, Any], *, request: bool) -> Submittable:
+    """A request (``request``) or a definition from ``source``, checked; JobDefinitionError lists every problem."""
+    if request:
+        from airflow_hetero.definition.training_request import load_request
+
+        return load_request(source)
+    from airflow_hetero.definition.job import load_job
+
+    return DefinitionJob(load_job(source))
