@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.late_kills import late_kills
 from support.local_jobkit import BUCKET, pid_alive, put_source, request, unique, wait
 from support.serve_process import serve
 
@@ -85,23 +84,6 @@ def test_register_adds_local_serve() -> None:
     assert parser.parse_args(["local", "serve", "--stop-grace", "0.5"]).stop_grace == 0.5
 
 
-def _late_kills(monkeypatch: pytest.MonkeyPatch, delay: float) -> None:
-    """Make every SIGKILL psutil sends arrive ``delay`` seconds late (a loaded machine: a killed process
-    is not gone at once, so a second look at the processes still sees it)."""
-    import psutil
-
-    def late_kill(self: psutil.Process) -> None:
-        pid = self.pid
-        threading.Timer(delay, lambda: _signal_quietly(pid, signal.SIGKILL)).start()
-
-    monkeypatch.setattr(psutil.Process, "kill", late_kill)
-
-
-def _signal_quietly(pid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signum)
-
-
 @pytest.mark.parametrize("kill_delay", [0.0, 0.5], ids=["prompt-kills", "late-kills"])
 def test_crashed_endpoint_leaves_no_job_in_progress(
     served: tuple[Any, str, list[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_delay: float
@@ -126,7 +108,7 @@ def test_crashed_endpoint_leaves_no_job_in_progress(
     assert all(pid_alive(f["pid"]) for f in orphans)  # the frozen ones are orphaned, still there
 
     if kill_delay:
-        _late_kills(monkeypatch, kill_delay)
+        late_kills(monkeypatch, kill_delay)
     with LocalEndpoint(workdir=workdir) as restarted:
         assert restarted.service.recovered == [job]
         done = restarted.client("sagemaker").describe_training_job(TrainingJobName=job)

@@ -16,7 +16,7 @@ from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
-from support.local_jobkit import log_lines, put_source, request, unique, wait
+from support.local_jobkit import host_metric_names, log_lines, put_source, request, unique, wait
 
 from airflow_hetero._compat import AIRFLOW_V_3
 from airflow_hetero.local import LocalEndpoint
@@ -252,19 +252,43 @@ def test_summary_of_a_failed_job_names_the_host(endpoint: LocalEndpoint, clients
     assert dnn["utilization"]["cpu"] is not None and dnn["utilization"]["memory"] is not None
 
 
-def test_partial_summary_while_the_job_runs(endpoint: LocalEndpoint, clients: dict[str, Any], source: str) -> None:
+def _late_figures(monkeypatch: pytest.MonkeyPatch, delay: float) -> None:
+    """Make the endpoint's sampler put each figure ``delay`` seconds late (its thread starved on a loaded
+    machine), while the host's log lines are shipped on time."""
+    from airflow_hetero.local.training.utilisation import MetricsSampler
+
+    publish = MetricsSampler.publish
+
+    def late(self: MetricsSampler, figures: dict[str, tuple[float, float | None]], at: float | None = None) -> None:
+        time.sleep(delay)
+        publish(self, figures, at)
+
+    monkeypatch.setattr(MetricsSampler, "publish", late)
+
+
+@pytest.mark.parametrize("figure_delay", [0.0, 1.0], ids=["prompt-figures", "late-figures"])
+def test_partial_summary_while_the_job_runs(
+    endpoint: LocalEndpoint, clients: dict[str, Any], source: str, monkeypatch: pytest.MonkeyPatch, figure_delay: float
+) -> None:
     sm, logs = clients["sagemaker_client"], clients["logs_client"]
+    if figure_delay:
+        _late_figures(monkeypatch, figure_delay)
     name = _start_job(sm, source, hold=20)
     wait(sm, name, until=("InProgress",))
     deadline = time.monotonic() + 20
 
-    def ready() -> bool:  # the training host holds, and every host's marker line has been shipped
+    def ready() -> bool:
+        """The training host holds and its first figures are in; every host's marker line has been shipped
+        (a figure is put by the endpoint's sampler, a line by its shipper: one may come well after the other)."""
         streams = log_lines(logs, name)
         markers = sum(any("[airflow-hetero]" in line for line in lines) for lines in streams.values())
-        return any("holding" in lines for lines in streams.values()) and markers == sum(c for _, _, c in GROUPS)
+        if not any("holding" in lines for lines in streams.values()) or markers != sum(c for _, _, c in GROUPS):
+            return False
+        (trainer,) = _layout(endpoint, name)["dnn_group"]
+        return host_metric_names(clients["cloudwatch_client"], name, trainer) >= {"CPUUtilization", "MemoryUtilization"}
 
     while not ready():
-        assert time.monotonic() < deadline, "the training host never logged 'holding' or a marker is missing"
+        assert time.monotonic() < deadline, "the training host never logged 'holding', a marker or a figure is missing"
         time.sleep(0.1)
     try:
         summary = summarize_training_job(name, **clients)

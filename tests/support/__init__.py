@@ -8,7 +8,7 @@ through its ``conftest.py``).
 endpoint), ``serve_process`` (``local serve`` as a child process, the pids its hosts started),
 ``service_model`` (refuse a request as SageMaker would, by botocore's model), ``trigger_runs``
 (a module's ``trigger()`` and a trigger's ``first_event``), ``cpu_load`` (CPU burners on every
-core), ``installed`` (the wheel, a scratch venv with it installed, the CLI where an extra is
-missing) and ``sdk_client.py`` (run by path in the SageMaker SDK's own venv, built by ``make``
-from ``sdk-requirements.txt``).
+core), ``late_kills`` (SIGKILLs that arrive late, as on a loaded machine), ``installed`` (the
+wheel, a scratch venv with it installed, the CLI where an extra is missing) and ``sdk_client.py``
+(run by path in the SageMaker SDK's own venv, built by ``make`` from ``sdk-requirements.txt``).
 """

@@ -115,6 +115,13 @@ def wait(
         time.sleep(0.05)
 
 
+def host_metric_names(cloudwatch: Any, job: str, host: str) -> set[str]:
+    """Names of the metrics put for one host of ``job`` (its utilisation figures)."""
+    dimensions = [{"Name": "Host", "Value": f"{job}/{host}"}]
+    found = cloudwatch.list_metrics(Namespace="/aws/sagemaker/TrainingJobs", Dimensions=dimensions)["Metrics"]
+    return {m["MetricName"] for m in found}
+
+
 def log_lines(logs: Any, job: str) -> dict[str, list[str]]:
     """Stream name -> messages of every log stream of ``job`` (none while the log group is not created)."""
     group = "/aws/sagemaker/TrainingJobs"

@@ -113,10 +113,18 @@ class FakeHook:
         return conn()
 
 
-@pytest.fixture
-def service(monkeypatch: pytest.MonkeyPatch) -> FakeSageMaker:
+@pytest.fixture(params=[0.0, 0.4], ids=["prompt-start", "slow-start"])
+def service(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> FakeSageMaker:
+    """The fake behind every trigger's hook. ``slow-start``: the watcher's hook takes 0.4 s to make
+    (the hook's module and botocore's data loading on a loaded machine), so its first call is late."""
     fake = FakeSageMaker()
-    monkeypatch.setattr(HeteroTrainingTrigger, "_hook", lambda self: FakeHook(fake))
+    start_delay: float = request.param
+
+    def hook(_: HeteroTrainingTrigger) -> FakeHook:
+        time.sleep(start_delay)  # the watcher makes its hook in a thread: the event loop goes on
+        return FakeHook(fake)
+
+    monkeypatch.setattr(HeteroTrainingTrigger, "_hook", hook)
     # call counts must not depend on how slow the machine is: no refresh unless a test asks for it
     monkeypatch.setattr("airflow_hetero.triggers.watcher.REFRESH_INTERVALS", 10**6)
     return fake
@@ -166,8 +174,7 @@ async def test_many_triggers_share_one_client_and_list_instead_of_describing(
     assert {e["job_status"] for e in events} == {"Completed"}
     assert service.clients_opened == 1
     assert service.calls["DescribeTrainingJob"] == 2 * len(names) + 3
-    await asyncio.sleep(0.05)
-    assert not _by_loop.get(asyncio.get_running_loop())  # the last trigger gone: watcher gone
+    await until(lambda: not _by_loop.get(asyncio.get_running_loop()))  # the last trigger gone: watcher gone
     said = [r.getMessage() for r in caplog.records if r.name == "airflow_hetero.triggers.watcher"]
     assert not said  # every ListTrainingJobs accepted: no fallback, no cut-short list
 
@@ -215,8 +222,9 @@ async def test_a_job_unchanged_for_long_is_described_again(
     monkeypatch.setattr("airflow_hetero.triggers.watcher.REFRESH_INTERVALS", REFRESH_INTERVALS)
     service.add("quiet")
     waiting = asyncio.ensure_future(wait_all(triggers(["quiet"], poll_interval=0.01)))
-    await asyncio.sleep(0.01 * (REFRESH_INTERVALS * 3 + 5))
-    assert service.calls["DescribeTrainingJob"] >= 3  # the list's eventual consistency is not trusted forever
+    # described again and again though nothing changed: the list's eventual consistency is not
+    # trusted forever (progress, not a fixed sleep: a loaded machine runs fewer intervals a second)
+    await until(lambda: service.calls["DescribeTrainingJob"] >= 3)
     service.move("quiet", "Completed", "Completed")
     await waiting
 
@@ -226,9 +234,8 @@ async def test_listing_not_allowed_falls_back_to_describing_each_job(service: Fa
     for name in ("a", "b"):
         service.add(name)
     waiting = asyncio.ensure_future(wait_all(triggers(["a", "b"])))
-    await asyncio.sleep(0.25)
+    await until(lambda: service.calls["DescribeTrainingJob"] >= 2 * 5)  # five intervals, both jobs described
     assert service.calls["ListTrainingJobs"] == 1  # asked once, then never again
-    assert service.calls["DescribeTrainingJob"] >= 2 * 5
     service.move("a", "Failed", "Failed")
     service.move("b", "Stopped", "Stopped")
     events = {e["job_name"]: e["job_status"] for e in await waiting}
@@ -238,7 +245,7 @@ async def test_listing_not_allowed_falls_back_to_describing_each_job(service: Fa
 async def test_a_failing_list_means_describing_due_jobs_for_that_interval(service: FakeSageMaker) -> None:
     service.add("x")
     waiting = asyncio.ensure_future(wait_all(triggers(["x"])))
-    await asyncio.sleep(0.1)
+    await until(lambda: service.calls["ListTrainingJobs"] >= 1)  # described once, listed since
     before = service.calls["DescribeTrainingJob"]
     service.list_error = client_error("ThrottlingException")
     service.move("x", "Completed", "Completed")

@@ -219,6 +219,7 @@ class TrainingService:
                 cluster=cluster,
                 options=self._options,
                 on_done=self._done,
+                on_hosts_ended=self._release,
             )
             with self._lock:
                 if self._closing:
@@ -237,11 +238,18 @@ class TrainingService:
             raise
         return {"TrainingJobArn": arn}
 
-    def _done(self, name: str) -> None:
+    def _release(self, name: str) -> None:
+        """Free a job's hosts and slot for the next create: its hosts are terminated (its ending is
+        recorded after this, so a job seen ended never holds hosts a create is refused for)."""
         with self._lock:
-            self._runners.pop(self.store.key(name), None)
             self._slots.pop(self.store.key(name), None)
             self._hosts_running.pop(self.store.key(name), None)
+
+    def _done(self, name: str) -> None:
+        """A job's thread ended (or never started): forget its runner, free what it held."""
+        with self._lock:
+            self._runners.pop(self.store.key(name), None)
+        self._release(name)
 
     def describe(self, request: dict[str, Any]) -> dict[str, Any]:
         """DescribeTrainingJob; ValidationException "Requested resource not found." when unknown.

@@ -28,6 +28,7 @@ from airflow_hetero.local.host.process import (
     host_mark,
     kill_tree,
     opt_ml_problem,
+    wait_gone,
 )
 from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.hostspec import host_spec
@@ -86,7 +87,12 @@ def failure_reason(host: Host, code: int, lines: list[str]) -> str:
 
 
 class JobRunner:
-    """Drives one job in a background thread; ``request_stop``/``abort`` end it early."""
+    """Drives one job in a background thread; ``request_stop``/``abort`` end it early.
+
+    ``on_hosts_ended(name)`` is called once the hosts are terminated, before the job's ending is
+    recorded (a client that sees the job ended may use its hosts at once); ``on_done(name)`` when the
+    thread ends.
+    """
 
     def __init__(
         self,
@@ -98,6 +104,7 @@ class JobRunner:
         cluster: Cluster,
         options: RunOptions,
         on_done: Callable[[str], None],
+        on_hosts_ended: Callable[[str], None],
     ) -> None:
         self.name = name
         self._store = store
@@ -106,6 +113,7 @@ class JobRunner:
         self._cluster = cluster
         self._options = options
         self._on_done = on_done
+        self._on_hosts_ended = on_hosts_ended
         self._stop = threading.Event()
         self._abort_reason: str | None = None
         self._deadline = float("inf")
@@ -331,7 +339,8 @@ class JobRunner:
         """SIGTERM every host at once, then kill what still runs when one shared grace period is over.
 
         Everything of every host is killed, by process tree and by host mark (so also what a host whose
-        shim is gone left behind); then each host is reaped and its output drained, each step bounded.
+        shim is gone left behind); then each host is reaped, every killed process waited for until it is
+        gone, and each host's output drained, each step bounded. Then the hosts are released.
         """
         procs = list(self._procs.values())
         for proc in procs:
@@ -346,9 +355,14 @@ class JobRunner:
         deadline = time.monotonic() + KILL_WAIT
         for proc in procs:
             proc.wait(max(0.0, deadline - time.monotonic()))
+        # a killed process is not gone at once: also wait for those no host's tree or output leads to
+        left = wait_gone(ended, max(0.0, deadline - time.monotonic()))
+        if left:
+            log.warning("job %s: %d killed process(es) still there after %.0f s", self.name, len(left), KILL_WAIT)
         deadline = time.monotonic() + KILL_WAIT
         for proc in procs:
             proc.join_output(max(0.0, deadline - time.monotonic()))
+        self._on_hosts_ended(self.name)
 
     def kill_hosts(self) -> list[EndedProcess]:
         """SIGKILL every process of the job's hosts now, from any thread (the endpoint's last resort)."""

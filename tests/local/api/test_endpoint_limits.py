@@ -22,6 +22,7 @@ from support.local_jobkit import BUCKET, channel, pid_alive, put_source, request
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.host.process import HostProcess
 from airflow_hetero.local.training import store
+from airflow_hetero.local.training.runner import JobRunner
 
 pytestmark = pytest.mark.slow
 
@@ -141,7 +142,30 @@ def test_channel_names_that_are_not_safe_path_components_are_refused(
     assert not endpoint.job_dir(job).exists()
 
 
-def test_hosts_beyond_the_cap_answer_resource_limit_exceeded(endpoint: LocalEndpoint, sm: Any, s3: Any) -> None:
+def _late_release(monkeypatch: pytest.MonkeyPatch, delay: float) -> None:
+    """Make every runner of the endpoint pause ``delay`` seconds just before it ends (a loaded machine:
+    the job's thread is not scheduled for a while once the job's ending is recorded)."""
+    real = JobRunner._run
+
+    def run(self: JobRunner) -> None:
+        done = self._on_done
+
+        def late(name: str) -> None:
+            time.sleep(delay)
+            done(name)
+
+        self._on_done = late  # type: ignore[method-assign]
+        real(self)
+
+    monkeypatch.setattr(JobRunner, "_run", run)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.5], ids=["prompt-end", "late-end"])
+def test_hosts_beyond_the_cap_answer_resource_limit_exceeded(
+    endpoint: LocalEndpoint, sm: Any, s3: Any, monkeypatch: pytest.MonkeyPatch, delay: float
+) -> None:
+    if delay:
+        _late_release(monkeypatch, delay)
     first, second, third = unique("cap-a"), unique("cap-b"), unique("cap-c")
     sleeper = "import time\ntime.sleep(60)\n"
     sm.create_training_job(**request(first, put_source(s3, first, sleeper)))  # 3 of 4 hosts

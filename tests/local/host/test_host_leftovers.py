@@ -1,5 +1,6 @@
 """A host whose shim dies while its job runs: what it started (a new session, a daemon) is found by
-the host's mark and killed when the job ends, although no process tree leads to it any more."""
+the host's mark and killed when the job ends, although no process tree leads to it any more (nor, for
+the daemon, the host's output pipes)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.late_kills import late_kills
 from support.local_jobkit import put_source, request, unique, wait
 from support.serve_process import alive, recorded_pids
 
@@ -26,6 +28,9 @@ LEAVER = """
     if os.fork() == 0:  # a daemon: fork, setsid, fork again, the middle one exits
         os.setsid()
         if os.fork() == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):  # it lets go of the host's output, as daemons do
+                os.dup2(null, fd)
             os.write(write, f"{os.getpid()}".encode())
             time.sleep(300)
         os._exit(0)
@@ -36,7 +41,10 @@ LEAVER = """
 """
 
 
-def test_what_a_dead_shim_left_is_killed_by_its_mark(endpoint: LocalEndpoint, sm: Any, s3: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kill_delay", [0.0, 0.5], ids=["prompt-kills", "late-kills"])
+def test_what_a_dead_shim_left_is_killed_by_its_mark(
+    endpoint: LocalEndpoint, sm: Any, s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_delay: float
+) -> None:
     pids_file = tmp_path / "pids"
     job = unique("leaver")
     body = request(job, put_source(s3, job, LEAVER), groups=(("solo", "ml.c5.xlarge", 1),))
@@ -51,9 +59,11 @@ def test_what_a_dead_shim_left_is_killed_by_its_mark(endpoint: LocalEndpoint, sm
         host_dir = endpoint.job_dir(job) / "hosts" / "algo-1"
         assert set(marked(host_dir)) >= set(pids)  # every process carries the host's mark
         (host,) = json.loads((endpoint.job_dir(job) / "hosts.json").read_text())
+        if kill_delay:  # a loaded machine: the daemon, killed, is not gone at once
+            late_kills(monkeypatch, kill_delay, only=pids[2:])
         os.kill(host["pid"], signal.SIGKILL)  # the shim dies: its children go to init
         described = wait(sm, job)
-        assert alive(pids) == []
+        assert alive(pids) == []  # an ended job has no process left running
     finally:
         kill_tree(root=endpoint.job_dir(job))
     assert described["TrainingJobStatus"] == "Failed"

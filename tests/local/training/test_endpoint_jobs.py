@@ -13,7 +13,18 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from support.local_jobkit import BUCKET, channel, log_lines, pid_alive, put_source, request, tarball, unique, wait
+from support.local_jobkit import (
+    BUCKET,
+    channel,
+    host_metric_names,
+    log_lines,
+    pid_alive,
+    put_source,
+    request,
+    tarball,
+    unique,
+    wait,
+)
 
 from airflow_hetero.local import LocalEndpoint
 
@@ -103,10 +114,7 @@ def test_completed_job_runs_every_host_and_uploads_the_model(
 
     cloudwatch = endpoint.client("cloudwatch")
     for host in hosts:
-        found = cloudwatch.list_metrics(
-            Namespace="/aws/sagemaker/TrainingJobs", Dimensions=[{"Name": "Host", "Value": f"{job}/{host}"}]
-        )["Metrics"]
-        assert {m["MetricName"] for m in found} == {"CPUUtilization", "MemoryUtilization"}
+        assert host_metric_names(cloudwatch, job, host) == {"CPUUtilization", "MemoryUtilization"}
 
 
 def test_resource_config_is_shaped_like_sagemakers(endpoint: LocalEndpoint, sm: Any, s3: Any) -> None:
@@ -248,10 +256,22 @@ def test_stop_training_job_terminates_every_host(endpoint: LocalEndpoint, sm: An
     assert "Stopped" in err.value.response["Error"]["Message"]
 
 
-def test_max_runtime_stops_the_job(sm: Any, s3: Any) -> None:
+@pytest.mark.parametrize("answer_delay", [0.0, 0.5], ids=["prompt-answer", "slow-answer"])
+def test_max_runtime_stops_the_job(sm: Any, s3: Any, answer_delay: float) -> None:
     job = unique("maxrt")
-    sm.create_training_job(**request(job, put_source(s3, job, "import time\ntime.sleep(60)\n"), max_runtime=2))
-    started = time.monotonic()
+    body = request(job, put_source(s3, job, "import time\ntime.sleep(60)\n"), max_runtime=2)
+    # slow-answer: the create's answer reaches the test late (a loaded machine), the job's clock runs already
+    event = "after-call.sagemaker.CreateTrainingJob"
+
+    def late(**_: Any) -> None:
+        time.sleep(answer_delay)
+
+    sm.meta.events.register(event, late)
+    started = time.monotonic()  # before the create: the job's MaxRuntime cannot start earlier
+    try:
+        sm.create_training_job(**body)
+    finally:
+        sm.meta.events.unregister(event, late)
     done = wait(sm, job)
     assert 2 <= time.monotonic() - started < 10
     assert done["TrainingJobStatus"] == "Stopped"

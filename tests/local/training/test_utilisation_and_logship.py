@@ -25,11 +25,13 @@ class _Recorder:
         class ResourceAlreadyExistsException(Exception):
             pass
 
-    def __init__(self) -> None:
+    def __init__(self, delay: float = 0.0) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.delay = delay  # seconds each call takes
 
     def __getattr__(self, name: str) -> Any:
         def call(**kwargs: Any) -> dict[str, Any]:
+            time.sleep(self.delay)
             self.calls.append((name, kwargs))
             return {}
 
@@ -274,8 +276,9 @@ def _status(pid: int) -> str:
     return str(psutil.Process(pid).status())
 
 
-def test_finish_without_usage_or_right_after_a_figure_puts_nothing(host: Any) -> None:
-    cloudwatch = _Recorder()
+@pytest.mark.parametrize("put_delay", [0.0, MIN_FINAL_SPAN], ids=["prompt-put", "slow-put"])
+def test_finish_without_usage_or_right_after_a_figure_puts_nothing(host: Any, put_delay: float) -> None:
+    cloudwatch = _Recorder(delay=put_delay)  # slow-put: a figure takes a while to put (or the test is preempted)
     sampler = MetricsSampler(cloudwatch, "job-1", interval=60)
     proc = host("import time; time.sleep(30)")
     sampler.watch("algo-1", proc.start())
@@ -284,10 +287,11 @@ def test_finish_without_usage_or_right_after_a_figure_puts_nothing(host: Any) ->
     sampler.finish("algo-9", HostUsage(cpu_seconds=1.0, ended=time.time()))  # never watched
     assert cloudwatch.calls == []
     time.sleep(0.2)
+    sampled = time.time()  # the figure's time is at least this
     figures = sampler.sample()
     assert set(figures) == {"algo-2"}  # algo-1 is no longer watched
     sampler.publish(figures)
-    sampler.finish("algo-2", HostUsage(cpu_seconds=1.0, ended=time.time() + MIN_FINAL_SPAN / 2))
+    sampler.finish("algo-2", HostUsage(cpu_seconds=1.0, ended=sampled + MIN_FINAL_SPAN / 2))
     assert len(cloudwatch.calls) == 1  # a last figure over a few ms would be noise
 
 
