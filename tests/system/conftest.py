@@ -6,6 +6,7 @@ Airflow's celery and postgres extras and nothing of the checkout); elsewhere eve
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -57,18 +58,30 @@ def stack() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def deferred_runs(stack: Any) -> Iterator[tuple[list[str], int]]:
     """``DEFERRED_RUNS`` runs of ``system_deferred`` started at once, waited to the end; (run ids, most
-    train tasks deferred at the same time)."""
+    train tasks deferred at the same time).
+
+    The jobs run until a release file exists, created once every train task is seen deferred (or two
+    minutes passed), so a slow start of some tasks cannot end the first jobs before the last defer.
+    """
     from support.process_group import wait_until
     from support.system_airflow import DONE, run_path
 
     runs = [f"deferred-{i}" for i in range(DEFERRED_RUNS)]
+    release = stack.root / "release-deferred"
     for run in runs:
-        stack.trigger("system_deferred", run, seconds=20)
+        stack.trigger("system_deferred", run, seconds=12, release_file=str(release))  # 12 epochs at least
     most = 0
 
-    def all_done() -> bool:
+    def all_deferred() -> bool:
         nonlocal most
         most = max(most, stack.states("system_deferred", runs).count("deferred"))
+        return most == len(runs)
+
+    with contextlib.suppress(AssertionError):  # not within two minutes: the test says how many were
+        wait_until(f"{DEFERRED_RUNS} train tasks deferred at once", all_deferred, 120, 1)
+    release.touch()
+
+    def all_done() -> bool:
         return all(stack.rest("GET", run_path("system_deferred", r))["state"] in DONE for r in runs)
 
     wait_until(f"{DEFERRED_RUNS} deferred runs finished", all_done, 300, 2, detail=stack.logs)

@@ -34,7 +34,10 @@ def job(base_job_name: str) -> dict[str, Any]:
             {"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1},
         ],
         "inputs": {"train": {"s3_data": f"s3://{BUCKET}/train/", "instance_groups": ["data_group"]}},
-        "hyperparameters": {"seconds": "{{ dag_run.conf.get('seconds', 10) }}"},
+        "hyperparameters": {
+            "seconds": "{{ dag_run.conf.get('seconds', 10) }}",
+            "release_file": "{{ dag_run.conf.get('release_file', '') }}",
+        },
         "metric_definitions": [{"Name": "train:loss", "Regex": "loss=([0-9.]+)"}],
         "max_run": 1800,
     }
