@@ -64,6 +64,16 @@ class ProviderSteps:
     def __bool__(self) -> bool:
         return bool(self.buckets or self.uploads or self.role_name)
 
+    def with_role_arn(self, request: dict[str, Any], role_arn: str | None) -> dict[str, Any]:
+        """``request`` with ``RoleArn`` the ARN the role name expanded to (``role_arn``, required when
+        there is a role name); unchanged without one."""
+        if self.role_name is not None:
+            if role_arn is None:
+                name = f"{self.role_field}: the role name '{self.role_name}'"
+                raise ValueError(f"{name} has not been expanded to its ARN")
+            request["RoleArn"] = role_arn
+        return request
+
     def describe(self) -> list[str]:
         """One line per step, in the order they run (for ``validate``/``render`` and the docs)."""
         role = f"{self.role_field}: role name {self.role_name} is expanded to its ARN (IAM GetRole)"

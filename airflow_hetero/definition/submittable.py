@@ -80,12 +80,7 @@ class DefinitionJob:
         name as ``role`` expanded to (required then)."""
         from airflow_hetero.definition.request import build_training_request
 
-        request = build_training_request(self.job, job_name=job_name, region=region)
-        if self.steps.role_name is not None:
-            if role_arn is None:
-                raise ValueError(f"role: the role name '{self.job.role}' has not been expanded to its ARN")
-            request["RoleArn"] = role_arn
-        return request
+        return self.steps.with_role_arn(build_training_request(self.job, job_name=job_name, region=region), role_arn)
 
     def source_upload(self, job_name: str, base_dir: Path) -> SourceUpload | None:
         """A local ``source_dir`` (or entry point) packaged for ``job_name``; None when the code is in S3."""

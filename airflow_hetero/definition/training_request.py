@@ -73,12 +73,7 @@ class TrainingRequest:
         problem = naming.check_job_name(job_name)
         if problem:
             raise JobDefinitionError([Problem("job_name", problem)], "invalid training job name")
-        request = {"TrainingJobName": job_name, **copy.deepcopy(self.request)}
-        if self.steps.role_name is not None:
-            if role_arn is None:
-                raise ValueError(f"RoleArn: the role name '{self.steps.role_name}' has not been expanded to its ARN")
-            request["RoleArn"] = role_arn
-        return request
+        return self.steps.with_role_arn({"TrainingJobName": job_name, **copy.deepcopy(self.request)}, role_arn)
 
     def source_upload(self, job_name: str, base_dir: Path) -> None:
         """None: a request names its code's S3 location itself."""
