@@ -105,53 +105,46 @@ def _add_request_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _load(args: argparse.Namespace) -> tuple[Any, str]:
-    """The file's definition or request, checked, and what it is ("definition" or "request")."""
-    from airflow_hetero.definition.job import load_job, read_definition_file
-    from airflow_hetero.definition.training_request import is_request_document, load_request
+def _load(args: argparse.Namespace) -> Submittable:
+    """The file's definition or request, checked (a request: by its keys, or with ``--request``)."""
+    from airflow_hetero.definition.job import read_definition_file
+    from airflow_hetero.definition.submittable import load_submittable
+    from airflow_hetero.definition.training_request import is_request_document
 
     data = read_definition_file(args.file)
-    if args.request or is_request_document(data):
-        return load_request(data), "request"
-    return load_job(data), "definition"
+    return load_submittable(data, request=args.request or is_request_document(data))
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from airflow_hetero.definition.submittable import DefinitionJob
     from airflow_hetero.job.resource_config import instance_groups, is_hetero
 
     try:
-        loaded, kind = _load(args)
+        job = _load(args)
     except JobDefinitionError as err:
         if args.json:
             print(json.dumps({"valid": False, "problems": err.errors()}, indent=2))
             return EXIT_INVALID
         raise
-    if kind == "request":
-        hetero = is_hetero(loaded.request)
-        sizes = [(g.name, f"{g.instance_count} x {g.instance_type}") for g in instance_groups(loaded.request)]
-        cluster = ", ".join(f"{name} ({size})" if hetero else size for name, size in sizes)
-    else:
-        hetero = loaded.is_hetero
-        groups = ", ".join(
-            f"{g.instance_group_name} ({g.instance_count} x {g.instance_type})" for g in loaded.instance_groups or []
-        )
-        cluster = groups or f"{loaded.instance_count} x {loaded.instance_type}"
+    kind = "definition" if isinstance(job, DefinitionJob) else "request"
+    request = job.build(job_name="validate", region="us-east-1", role_arn=job.steps.role_name)  # its cluster
+    hetero = is_hetero(request)
+    sizes = [(g.name, f"{g.instance_count} x {g.instance_type}") for g in instance_groups(request)]
+    cluster = ", ".join(f"{name} ({size})" if hetero else size for name, size in sizes)
     if args.json:
         print(json.dumps({"valid": True, "kind": kind, "problems": []}, indent=2))
     else:
         what = "CreateTrainingJob request, " if kind == "request" else ""
         print(f"{args.file}: valid ({what}{'heterogeneous' if hetero else 'homogeneous'} cluster: {cluster})")
-        for line in loaded.steps.describe() if kind == "request" else []:
+        for line in job.steps.describe():  # a request's provider steps, a role name of either kind
             print(f"  before the create: {line}")
     return 0
 
 
 def _render(args: argparse.Namespace) -> int:
     from airflow_hetero.definition import naming
-    from airflow_hetero.definition.submittable import DefinitionJob
 
-    loaded, kind = _load(args)
-    job: Submittable = loaded if kind == "request" else DefinitionJob(loaded)
+    job = _load(args)
     region = args.region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     job_name = args.job_name or naming.derived_job_name(job.base_job_name, naming.stable_hash(args.file.read_bytes()))
     request = job.build(job_name=job_name, region=region, role_arn=job.steps.role_name)  # the name stands in

@@ -234,3 +234,13 @@ def test_validate_and_render_say_what_the_providers_steps_will_do(
     assert err.splitlines()[0] == (
         "before the create: RoleArn: role name SageMakerRole is expanded to its ARN (IAM GetRole)"
     )
+
+
+def test_validate_lists_a_definitions_role_name_to_expand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "job.yaml", yaml.safe_dump(dict(BASE, role="SageMakerRole")))
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  before the create: role: role name SageMakerRole is expanded to its ARN (IAM GetRole)"
+    ]
+    assert main(["validate", str(write(tmp_path, "arn.yaml", yaml.safe_dump(BASE)))]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1  # an ARN: nothing to do first
