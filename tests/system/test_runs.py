@@ -51,19 +51,21 @@ def test_a_triggerer_killed_and_restarted_while_jobs_wait_makes_no_second_job(st
     release = stack.root / "release-triggerer"  # the jobs run until the new triggerer is started
     for run in runs:
         stack.trigger("system_deferred", run, seconds=5, release_file=str(release))
-    wait_until(
-        "every train task deferred",
-        lambda: stack.states("system_deferred", runs) == ["deferred"] * 3,
-        120,
-        detail=stack.logs,
-    )
-    assert len(running_jobs(stack)) == 3
-    stack.procs.kill("triggerer", signal.SIGKILL)
-    time.sleep(3)  # the jobs go on; nobody watches them
-    assert stack.states("system_deferred", runs) == ["deferred"] * 3
-    assert len(running_jobs(stack)) == 3
-    stack.start_triggerer()
-    release.touch()
+    try:
+        wait_until(
+            "every train task deferred",
+            lambda: stack.states("system_deferred", runs) == ["deferred"] * 3,
+            120,
+            detail=stack.logs,
+        )
+        assert len(running_jobs(stack)) == 3
+        stack.procs.kill("triggerer", signal.SIGKILL)
+        time.sleep(3)  # the jobs go on; nobody watches them
+        assert stack.states("system_deferred", runs) == ["deferred"] * 3
+        assert len(running_jobs(stack)) == 3
+        stack.start_triggerer()
+    finally:  # whatever went wrong, the jobs end (else they hold the endpoint's hosts for ten minutes)
+        release.touch()
     for run in runs:
         assert wait_for_state(stack, run_path("system_deferred", run), DONE, 240)["state"] == "success"
     one_job_each(stack, "system_deferred", runs)
