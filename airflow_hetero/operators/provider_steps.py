@@ -3,8 +3,9 @@ a request's ``RoleArn`` or a definition's ``role``), read and checked by
 :mod:`airflow_hetero.definition.provider_config`, as the Amazon provider and the SageMaker SDK do them.
 
 Run only when a new job is submitted: a retry that re-attaches to its running job uploads nothing.
-A role IAM does not know, or a local path that is not there, fails the task without retries, naming
-the config's field; a service error is the task's to retry.
+A role IAM does not know, a bucket in another region or of another account, or a local path that is
+not there fails the task without retries, naming the config's field; a service error is the task's to
+retry.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_hetero._compat import AirflowFailException
 from airflow_hetero._retry import error_code
+from airflow_hetero.definition.provider_config import S3_OPERATIONS
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.provider_config import ProviderSteps, S3Upload
@@ -27,6 +29,8 @@ class _TaskLog(Protocol):
 def run_provider_steps(hook: HeteroTrainingHook, steps: ProviderSteps, base_dir: Path, log: _TaskLog) -> str | None:
     """Expand the role name, create the buckets, upload the paths (relative ones from ``base_dir``, the
     DAG file's folder); the role's ARN when a name was given (None at once when there is nothing to do)."""
+    from airflow_hetero.hooks.training import BucketUnusableError
+
     role_arn = None
     if steps.role_name is not None:
         try:
@@ -37,9 +41,12 @@ def run_provider_steps(hook: HeteroTrainingHook, steps: ProviderSteps, base_dir:
                 raise AirflowFailException(missing) from err
             raise
         log.info("%s: role name %s is %s", steps.role_field, steps.role_name, role_arn)
-    for bucket in steps.buckets:
-        created = hook.ensure_bucket(bucket)
-        log.info("S3Operations: bucket %s %s", bucket, "created" if created else "exists already (this account's)")
+    for index, bucket in enumerate(steps.buckets):
+        try:
+            created = hook.ensure_bucket(bucket)
+        except BucketUnusableError as err:
+            raise AirflowFailException(f"{S3_OPERATIONS}.S3CreateBucket[{index}].Bucket: {err}") from err
+        log.info("S3Operations: bucket %s %s", bucket, "created" if created else "exists")
     for upload in steps.uploads:
         path = _local_path(upload, base_dir)
         size = hook.upload_path(path, upload.uri, tar=upload.tar)
