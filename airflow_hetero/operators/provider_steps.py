@@ -2,7 +2,8 @@
 a request's ``RoleArn`` or a definition's ``role``), read and checked by
 :mod:`airflow_hetero.definition.provider_config`, as the Amazon provider and the SageMaker SDK do them.
 
-Run only when a new job is submitted: a retry that re-attaches to its running job uploads nothing.
+Run only when a new job is submitted, once per try (the next candidate name after a name race reuses
+them): a retry that re-attaches to its running job uploads nothing.
 A service error a retry would meet again (an unknown role, AccessDenied, NoSuchBucket, a bucket in
 another region or of another account) or a local path that is not there fails the task without
 retries, naming the config's field; throttling, 5xx and dropped connections are the task's to retry.
