@@ -94,6 +94,19 @@ class JobNameTakenError(Exception):
         self.found = found
 
 
+class BucketUnusableError(Exception):
+    """An S3 bucket to have before the create exists, but in another region or as another account's."""
+
+
+def _check_bucket_region(bucket: str, answer: Mapping[str, Any], region: str) -> None:
+    """Raise :class:`BucketUnusableError` when a HeadBucket answer (or error) puts ``bucket`` in another
+    region than ``region`` (``BucketRegion``, else the ``x-amz-bucket-region`` header; absent: unknown, fine)."""
+    headers = answer.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+    found = answer.get("BucketRegion") or headers.get("x-amz-bucket-region")
+    if found and found != region:
+        raise BucketUnusableError(f"bucket {bucket} is in region {found}, not in {region} (the connection's)")
+
+
 class AwsTaskArgs(Protocol):
     """The AWS arguments an operator, sensor or trigger of this package keeps (its hook's settings)."""
 
@@ -341,14 +354,47 @@ class HeteroTrainingHook(AwsBaseHook):
         return str(answer["Role"]["Arn"])
 
     def ensure_bucket(self, bucket: str) -> bool:
-        """Create S3 bucket ``bucket`` in the hook's region; False when this account has it already."""
+        """Have S3 bucket ``bucket`` in the hook's region: True when it was created, False when it exists
+        already and this account can use it.
+
+        HeadBucket first, as CreateBucket cannot tell: in us-east-1 it answers 200 for a bucket this
+        account has already, in any region. A bucket in another region, or one HeadBucket refuses (403:
+        another account's), raises :class:`BucketUnusableError`.
+        """
         region = self.s3_client.meta.region_name
+        answer = self._head_bucket(bucket, region)
+        if answer is None:
+            if self._create_bucket(bucket, region):
+                return True
+            answer = self._head_bucket(bucket, region) or {}  # created since HeadBucket, by this account
+        _check_bucket_region(bucket, answer, region)
+        return False
+
+    def _head_bucket(self, bucket: str, region: str) -> dict[str, Any] | None:
+        """HeadBucket's answer; None when there is no such bucket."""
+        try:
+            return dict(self.call(self.s3_client.head_bucket, f"HeadBucket {bucket}", Bucket=bucket))
+        except Exception as err:
+            code = error_code(err)
+            if code in ("404", "NoSuchBucket", "NotFound"):
+                return None
+            if code == "403":
+                raise BucketUnusableError(
+                    f"bucket {bucket} exists but is not this account's (HeadBucket: 403 Forbidden)"
+                ) from err
+            _check_bucket_region(bucket, getattr(err, "response", {}), region)  # a redirect (301) names it
+            raise
+
+    def _create_bucket(self, bucket: str, region: str) -> bool:
+        """CreateBucket in ``region``; False when this account has it already."""
         where = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
         try:
             self.call(self.s3_client.create_bucket, f"CreateBucket {bucket}", Bucket=bucket, **where)
         except Exception as err:
             if error_code(err) == "BucketAlreadyOwnedByYou":
                 return False
+            if error_code(err) == "BucketAlreadyExists":
+                raise BucketUnusableError(f"bucket {bucket} is another account's (CreateBucket: {err})") from err
             raise
         return True
 

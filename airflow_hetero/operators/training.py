@@ -92,6 +92,9 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     not_found_grace_seconds: float | None = None
     #: A job staying Stopping longer than this fails the task (with its name and state).
     stopping_timeout_seconds: float = 1800
+    #: The role ARN (None: no role name) once the provider steps ran in this ``start_job``: they run at
+    #: its first submit, and the next candidate name after a name race reuses them (uploads once).
+    steps_role_arn: tuple[str | None] | None = None
 
     template_fields: Sequence[str] = ("job", "request", "job_name", "aws_conn_id", "region_name", "verify")
     template_fields_renderers = {"job": "json", "request": "json"}
@@ -243,6 +246,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         from airflow_hetero.job.outcome import classify
 
         identity = TaskIdentity.of(context["ti"])
+        self.steps_role_arn = None  # the provider steps run at this start's first submit only
         for name in self.candidate_names(job, context):
             existing = hook.find_training_job(name)
             if existing is None:
@@ -286,7 +290,9 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
 
         base = self.base_dir()
         try:  # a definition, source_dir or config error (JobDefinitionError, SourceDirError: ValueErrors) fails
-            role_arn = run_provider_steps(hook, job.steps, base, self.log)
+            if self.steps_role_arn is None:  # not yet in this start_job: a name race moves on without them
+                self.steps_role_arn = (run_provider_steps(hook, job.steps, base, self.log),)
+            (role_arn,) = self.steps_role_arn
             request = identity.stamp(job.build(job_name=name, region=region, role_arn=role_arn))
             upload = job.source_upload(name, base)
         except ValueError as err:

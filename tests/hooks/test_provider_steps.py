@@ -11,10 +11,11 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from botocore.stub import Stubber
 from moto import mock_aws
 
 from airflow_hetero._retry import RetryPolicy
-from airflow_hetero.hooks.training import HeteroTrainingHook
+from airflow_hetero.hooks.training import BucketUnusableError, HeteroTrainingHook
 
 FAST = RetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.002)
 TRUST = '{"Version": "2012-10-17", "Statement": []}'
@@ -44,6 +45,39 @@ def test_a_bucket_is_created_once_and_found_the_second_time(monkeypatch: pytest.
         assert hook.ensure_bucket("staging-eu") is False  # a retry of the task: already this account's
         location = boto3.client("s3", region_name="eu-west-1").get_bucket_location(Bucket="staging-eu")
         assert location["LocationConstraint"] == "eu-west-1"
+
+
+def test_in_us_east_1_a_bucket_this_account_has_already_is_found_not_created(hook: HeteroTrainingHook) -> None:
+    """CreateBucket answers 200 there for a bucket this account has: HeadBucket tells it apart."""
+    assert hook.ensure_bucket("staging-us") is True
+    assert hook.ensure_bucket("staging-us") is False
+
+
+@pytest.mark.parametrize(("ours", "bucket_region"), [("us-east-1", "eu-west-1"), ("eu-west-1", "us-east-1")])
+def test_a_bucket_in_another_region_is_refused_naming_both(
+    ours: str, bucket_region: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", ours)
+    with mock_aws():
+        location = {"LocationConstraint": bucket_region}
+        where = {} if bucket_region == "us-east-1" else {"CreateBucketConfiguration": location}
+        boto3.client("s3", region_name=bucket_region).create_bucket(Bucket="elsewhere", **where)
+        hook = HeteroTrainingHook(aws_conn_id=None, region_name=ours, retry_policy=FAST)
+        with pytest.raises(BucketUnusableError, match=f"bucket elsewhere is in region {bucket_region}, not in {ours}"):
+            hook.ensure_bucket("elsewhere")
+
+
+def test_a_bucket_of_another_account_is_refused(hook: HeteroTrainingHook) -> None:
+    """HeadBucket's 403 (another account's bucket: moto does not enforce that, S3 does), or CreateBucket's
+    BucketAlreadyExists when another account took the name after HeadBucket found none."""
+    with Stubber(hook.s3_client) as s3:
+        s3.add_client_error("head_bucket", "403", "Forbidden", 403, expected_params={"Bucket": "theirs"})
+        with pytest.raises(BucketUnusableError, match="bucket theirs exists but is not this account's"):
+            hook.ensure_bucket("theirs")
+        s3.add_client_error("head_bucket", "404", "Not Found", 404)
+        s3.add_client_error("create_bucket", "BucketAlreadyExists", "The requested bucket name is not available", 409)
+        with pytest.raises(BucketUnusableError, match="bucket theirs is another account's"):
+            hook.ensure_bucket("theirs")
 
 
 def test_uploads_a_file_as_it_is_and_a_folder_as_a_tar_of_its_entries(hook: HeteroTrainingHook, tmp_path: Path) -> None:

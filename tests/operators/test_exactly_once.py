@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
@@ -192,6 +193,40 @@ def test_operator_moves_past_a_name_taken_in_a_race(proxy: FaultProxy, jobs: Mot
     assert result["training_job_name"] == name_for(attempt=1)
     assert sorted(jobs.names()) == sorted([name_for(), name_for(attempt=1)])
     assert "taken by a job with another identity" in logged.text()
+
+
+def test_a_name_race_runs_the_provider_steps_once(
+    proxy: FaultProxy, jobs: MotoJobs, server_url: str, tmp_path: Path
+) -> None:
+    """The next candidate name after a race reuses the steps' role ARN: no second GetRole, bucket, upload."""
+    trust = '{"Version": "2012-10-17", "Statement": []}'
+    iam = boto3.client("iam", region_name="us-east-1", endpoint_url=server_url)
+    role = iam.create_role(RoleName="SageMakerRole", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    (tmp_path / "train.csv").write_text("1,2\n")
+    upload = {"Path": str(tmp_path / "train.csv"), "Bucket": "staging", "Key": "in/train.csv"}
+    steps = {"S3CreateBucket": [{"Bucket": "staging"}], "S3Upload": [upload]}
+    op = operator(job=None, request=hetero_request("exactly-once", RoleArn="SageMakerRole", S3Operations=steps))
+    hook = op.make_hook()
+    raced = [name_for()]
+
+    def race(**_: Any) -> None:  # before our first create only: another task instance takes the name
+        while raced:
+            foreign_job(server_url, raced.pop(), "InProgress", jobs)
+
+    hook.create_client.meta.events.register("before-call.sagemaker.CreateTrainingJob", race)
+    puts: list[str] = []
+    hook.s3_client.meta.events.register(
+        "before-parameter-build.s3.PutObject", lambda params, **_: puts.append(params["Key"])
+    )
+    op.make_hook = lambda: hook  # type: ignore[method-assign]
+    logged = record_logs(op)
+    assert op.execute({"ti": ti()})["training_job_name"] == name_for(attempt=1)
+    assert "taken by a job with another identity" in logged.text()
+    assert puts == ["in/train.csv"]
+    text = logged.text()
+    assert text.count("role name SageMakerRole is") == 1 and text.count("S3Operations: bucket staging") == 1
+    sagemaker = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=server_url)
+    assert sagemaker.describe_training_job(TrainingJobName=name_for(attempt=1))["RoleArn"] == role
 
 
 def test_collision_with_another_task_instances_completed_job_trains_anew(

@@ -290,3 +290,58 @@ def test_an_unknown_role_or_a_missing_path_fails_without_retries_naming_the_fiel
     with pytest.raises(AirflowFailException, match="is a folder; set Tar: true"):
         provider_steps_dag(tmp_path, S3Operations=folder).execute(context("r3"))
     assert jobs.names() == []  # no job for any of them
+
+
+def test_a_bucket_this_account_has_is_said_to_exist_and_one_in_another_region_fails_naming_its_entry(
+    jobs: MotoJobs, tmp_path: Path
+) -> None:
+    boto3.client("iam").create_role(RoleName="SageMakerRole", AssumeRolePolicyDocument=TRUST)
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="staging-bucket")
+    op = provider_steps_dag(tmp_path)
+    logged = record_logs(op)
+    op.execute(context("r1"))
+    assert "S3Operations: bucket staging-bucket exists" in logged.text()  # not "created": HeadBucket found it
+    europe = {"CreateBucketConfiguration": {"LocationConstraint": "eu-west-1"}}
+    boto3.client("s3", region_name="eu-west-1").create_bucket(Bucket="staging-eu", **europe)
+    steps = {"S3CreateBucket": [{"Bucket": "staging-bucket"}, {"Bucket": "staging-eu"}]}
+    with pytest.raises(
+        AirflowFailException,
+        match=r"S3Operations.S3CreateBucket\[1\].Bucket: bucket staging-eu is in region eu-west-1, not in us-east-1",
+    ):
+        provider_steps_dag(tmp_path, S3Operations=steps).execute(context("r2"))
+    assert jobs.calls["CreateTrainingJob"] == 1  # r1's only
+
+
+def test_a_permanent_error_in_a_step_fails_without_retries_naming_it_a_transient_one_does_not(
+    jobs: MotoJobs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import ClientError
+
+    from airflow_hetero.hooks.training import HeteroTrainingHook
+
+    boto3.client("iam").create_role(RoleName="SageMakerRole", AssumeRolePolicyDocument=TRUST)
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="staging-bucket")
+    uploads = {
+        "S3Upload": [
+            {"Path": "train.csv", "Bucket": "staging-bucket", "Key": "in/train.csv"},
+            {"Path": "train.csv", "Bucket": "no-such-bucket", "Key": "in/train.csv"},
+        ]
+    }
+    no_bucket = r"S3Operations.S3Upload\[1\].Bucket: NoSuchBucket \(upload .*train.csv to s3://no-such-bucket/"
+    with pytest.raises(AirflowFailException, match=no_bucket):
+        provider_steps_dag(tmp_path, S3Operations=uploads).execute(context("r1"))
+    error: dict[str, Any] = {}
+
+    def get_role(hook: HeteroTrainingHook, name: str) -> str:
+        raise ClientError({"Error": error}, "GetRole")
+
+    monkeypatch.setattr(HeteroTrainingHook, "role_arn", get_role)
+    error.update(Code="AccessDenied", Message="not authorized to perform: iam:GetRole")
+    with pytest.raises(AirflowFailException, match=r"RoleArn: AccessDenied \(GetRole SageMakerRole: not authorized"):
+        provider_steps_dag(tmp_path).execute(context("r2"))
+    error.update(Code="Throttling", Message="Rate exceeded")  # still throttled after the hook's retries
+    with pytest.raises(ClientError, match="Rate exceeded") as raised:
+        provider_steps_dag(tmp_path).execute(context("r3"))
+    assert not isinstance(raised.value, AirflowFailException)  # the task's to retry
+    assert jobs.names() == []

@@ -1,7 +1,8 @@
 """Runs on the production-shaped Airflow: exactly one job per task instance, whatever is killed or marked.
 
 Jobs are counted on the offline endpoint by the identity tags the operator stamps on each
-(:func:`support.system_jobs.jobs_of`); "none left running" is the endpoint's own InProgress list.
+(:func:`support.system_jobs.jobs_of`), "running" too: the endpoint is shared by every test of the
+session, so a job another test left in progress is not this one's.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ from typing import Any
 import psutil
 from support.process_group import wait_until
 from support.system_airflow import DONE, Stack, run_path, wait_for_state
-from support.system_jobs import client, describe, jobs_of
+from support.system_jobs import describe, jobs_of
 
 
-def running_jobs(stack: Stack) -> list[str]:
-    """Names of the jobs the endpoint has in progress."""
-    sm = client(stack, "sagemaker")
-    pages = sm.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress")
-    return [s["TrainingJobName"] for page in pages for s in page["TrainingJobSummaries"]]
+def running_jobs(stack: Stack, dag_id: str, runs: list[str]) -> list[str]:
+    """Names of the jobs of ``dag_id``'s ``runs`` (by their identity tags) the endpoint has in progress."""
+    ours = [job for (run, _), jobs in jobs_of(stack, dag_id).items() if run in runs for job in jobs]
+    return sorted(job["name"] for job in ours if job["status"] == "InProgress")
 
 
 def one_job_each(stack: Stack, dag_id: str, runs: list[str], status: str = "Completed") -> dict[str, dict[str, Any]]:
@@ -43,7 +43,7 @@ def test_n_deferred_runs_at_once_make_exactly_n_jobs(stack: Stack, deferred_runs
     for run in runs:
         train = stack.task_instance("system_deferred", run, "train")
         assert train["try_number"] == 1, train
-    assert running_jobs(stack) == []
+    assert running_jobs(stack, "system_deferred", runs) == []
 
 
 def test_a_triggerer_killed_and_restarted_while_jobs_wait_makes_no_second_job(stack: Stack) -> None:
@@ -58,14 +58,17 @@ def test_a_triggerer_killed_and_restarted_while_jobs_wait_makes_no_second_job(st
             120,
             detail=stack.logs,
         )
-        assert len(running_jobs(stack)) == 3
+        assert len(running_jobs(stack, "system_deferred", runs)) == 3
         stack.procs.kill("triggerer", signal.SIGKILL)
         time.sleep(3)  # the jobs go on; nobody watches them
         assert stack.states("system_deferred", runs) == ["deferred"] * 3
-        assert len(running_jobs(stack)) == 3
-        stack.start_triggerer()
-    finally:  # whatever went wrong, the jobs end (else they hold the endpoint's hosts for ten minutes)
-        release.touch()
+        assert len(running_jobs(stack, "system_deferred", runs)) == 3
+    finally:
+        try:  # whatever went wrong after the kill, the tests after this one have a triggerer
+            if stack.procs.started["triggerer"].proc.poll() is not None:
+                stack.start_triggerer()
+        finally:  # and the jobs end (else they hold the endpoint's hosts for ten minutes)
+            release.touch()
     for run in runs:
         assert wait_for_state(stack, run_path("system_deferred", run), DONE, 240)["state"] == "success"
     one_job_each(stack, "system_deferred", runs)
@@ -91,11 +94,11 @@ def start_sync_run(stack: Stack, run: str, seconds: int) -> str:
     stack.trigger("system_sync", run, seconds=seconds)
     in_progress = wait_until(
         f"the job of {run} in progress",
-        lambda: [j for j in jobs_of(stack, "system_sync").get((run, "train"), []) if j["status"] == "InProgress"],
+        lambda: running_jobs(stack, "system_sync", [run]),
         120,
         detail=stack.logs,
     )
-    return str(in_progress[0]["name"])
+    return in_progress[0]
 
 
 def test_a_worker_killed_during_a_synchronous_wait_re_attaches_on_retry(stack: Stack) -> None:
@@ -133,7 +136,7 @@ def test_mark_failed_through_the_rest_api_stops_the_job(stack: Stack) -> None:
     assert wait_for_state(stack, run_path("system_sync", run), DONE, 60)["state"] == "failed"
     assert stack.task_instance("system_sync", run, "train")["state"] == "failed"
     one_job_each(stack, "system_sync", [run], status="Stopped")
-    assert job not in running_jobs(stack)
+    assert running_jobs(stack, "system_sync", [run]) == []
 
 
 def test_the_summary_xcom_reads_back_through_the_rest_api(stack: Stack, deferred_runs: tuple[list[str], int]) -> None:
