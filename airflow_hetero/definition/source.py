@@ -91,8 +91,9 @@ def package_source_dir(job: JobFields, base: Path | None = None, *, include_runt
     With ``source_dir`` the whole directory is packed (caches skipped); with only an
     ``entry_point`` the single file is packed at the archive root, as the SDK does. With
     ``include_runtime`` (and no ``airflow_hetero`` folder of the user's own), the standard-library
-    runtime helper is added as ``airflow_hetero/runtime.py``, so ``from airflow_hetero import
-    runtime`` works in any training image without installing this package there.
+    runtime helper is added as the ``airflow_hetero/runtime/`` package (every module of it), so
+    ``from airflow_hetero import runtime`` works in any training image without installing this
+    package there.
     """
     if job.entry_point is None:
         raise SourceDirError("entry_point: no training code to package")
@@ -123,6 +124,7 @@ def package_source_dir(job: JobFields, base: Path | None = None, *, include_runt
 
 
 def _add_runtime(tar: tarfile.TarFile) -> None:
+    """The runtime package whole (its ``.py`` files, sorted), under a stub ``airflow_hetero/__init__.py``."""
     from airflow_hetero import runtime
 
     package = Path(runtime.__file__).parent
@@ -132,7 +134,8 @@ def _add_runtime(tar: tarfile.TarFile) -> None:
     info = tarfile.TarInfo("airflow_hetero/__init__.py")
     info.size = len(init)
     tar.addfile(info, io.BytesIO(init))
-    tar.add(package / "runtime.py", arcname="airflow_hetero/runtime.py")
+    for module in sorted(package.glob("*.py")):
+        tar.add(module, arcname=f"airflow_hetero/runtime/{module.name}", recursive=False)
 
 
 def write_path_tar_gz(path: Path, out: IO[bytes]) -> None:

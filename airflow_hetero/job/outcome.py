@@ -60,6 +60,10 @@ class TrainingJobTimeoutError(TrainingJobError):
     """The job did not finish within the allowed time; it was asked to stop."""
 
 
+#: How every timeout message ends when the task asked SageMaker to stop the job.
+ASKED_TO_STOP = "; it was asked to stop"
+
+
 class TrainingJobLimitError(TrainingJobStoppedError):
     """SageMaker stopped the job at one of its own limits (MaxRuntimeInSeconds, MaxWaitTimeInSeconds)."""
 
@@ -195,7 +199,7 @@ def outcome_from_event(
             stop(name)
         raise TrainingJobTimeoutError(
             f"Training job {name} {timeout_message}"
-            + ("; it was asked to stop" if stop is not None else "")
+            + (ASKED_TO_STOP if stop is not None else "")
             + f" (last status {event.get('job_status')} / {event.get('secondary_status')})",
             job_name=name,
             status=str(event.get("job_status")),

@@ -17,6 +17,8 @@ WAIT_MARGIN_SECONDS = 3600
 DEFAULT_MAX_RUNTIME = 86400
 #: "Not found" this soon after our own CreateTrainingJob is eventual consistency.
 NOT_FOUND_GRACE_SECONDS = 60.0
+#: What the bound of :func:`wait_limit_seconds` is called in every message that names it.
+JOB_LIMIT = "MaxRuntime (+ MaxWait) plus margin"
 #: What every waiting path logs while the job it just created is not visible yet.
 NOT_FOUND_YET = "Training job %s not found yet (just created): will look again"
 
@@ -70,7 +72,7 @@ def deferral_deadline(
     if max_ingestion_time is not None:
         deadlines.append((started_at + max_ingestion_time, f"max_ingestion_time ({max_ingestion_time:g}s)"))
     elif wait_limit is not None:
-        deadlines.append((started_at + wait_limit, f"the job's MaxRuntime (+ MaxWait) plus margin ({wait_limit:g}s)"))
+        deadlines.append((started_at + wait_limit, f"the job's {JOB_LIMIT} ({wait_limit:g}s)"))
     airflow_timeout = None
     if execution_timeout is not None:
         margin = min(60.0, execution_timeout * 0.1)

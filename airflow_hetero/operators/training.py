@@ -372,18 +372,31 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             time.sleep(min(self.check_interval, 5.0))
         return describe
 
+    def describe_through_outage(
+        self, hook: HeteroTrainingHook, name: str, failing_since: float | None
+    ) -> tuple[dict[str, Any] | None, float | None]:
+        """One poll's describe (None: not visible yet, or a transient error) and the start of the
+        current run of failed polls; transient errors raise once they outlast ``transient_grace_seconds``."""
+        from airflow_hetero._retry import is_transient
+
+        try:
+            describe = self.describe_if_visible(hook, name)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            failing_since = failing_since or time.monotonic()
+            if time.monotonic() - failing_since > self.transient_grace_seconds:
+                raise  # a long outage: fail; the retry re-attaches to the job
+            self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
+            return None, failing_since
+        return describe, None if describe is not None else failing_since
+
     def wait(
         self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any] | None, started: float
     ) -> dict[str, Any]:
         """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
-        from airflow_hetero._retry import is_transient
-        from airflow_hetero.job.outcome import (
-            TrainingJobTimeoutError,
-            classify,
-            resolve_outcome,
-            still_stopping_error,
-        )
-        from airflow_hetero.job.waiting import past_job_limit, wait_limit_seconds
+        from airflow_hetero.job.limits import passed_limit
+        from airflow_hetero.job.outcome import classify, resolve_outcome
 
         logged = 0  # SecondaryStatusTransitions already written to the task log
         tailer: LogTailer | None = None
@@ -391,17 +404,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         stopping_since: float | None = None  # first poll that saw Stopping
         while True:
             if describe is None:
-                try:
-                    describe = self.describe_if_visible(hook, name)
-                    if describe is not None:
-                        failing_since = None
-                except Exception as exc:
-                    if not is_transient(exc):
-                        raise
-                    failing_since = failing_since or time.monotonic()
-                    if time.monotonic() - failing_since > self.transient_grace_seconds:
-                        raise  # a long outage: fail; the retry re-attaches to the job
-                    self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
+                describe, failing_since = self.describe_through_outage(hook, name, failing_since)
             state = None
             transition = False  # a new SecondaryStatus: new log streams may have appeared
             if describe is not None:
@@ -415,28 +418,20 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
             if describe is not None and state != "running":
                 self.active_job_name = None
                 return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
-            status = str((describe or {}).get("TrainingJobStatus"))
-            if describe is not None and status == "Stopping":
+            if describe is not None and describe.get("TrainingJobStatus") == "Stopping":
                 stopping_since = stopping_since or time.monotonic()
-                if time.monotonic() - stopping_since > self.stopping_timeout_seconds:
-                    raise still_stopping_error(name, self.stopping_timeout_seconds)
-            elif self.max_ingestion_time is not None and time.monotonic() - started > self.max_ingestion_time:
-                hook.stop_training_job(name)
-                raise TrainingJobTimeoutError(
-                    f"Training job {name} exceeded max_ingestion_time ({self.max_ingestion_time}s); "
-                    "it was asked to stop",
-                    job_name=name,
-                    status=status,
-                )
-            elif describe is not None and past_job_limit(describe):
-                limit = wait_limit_seconds(describe)
-                hook.stop_training_job(name)
-                raise TrainingJobTimeoutError(
-                    f"Training job {name} still {status} {limit}s after its creation, beyond its MaxRuntime "
-                    "(+ MaxWait) plus margin; it was asked to stop",
-                    job_name=name,
-                    status=status,
-                )
+            passed = passed_limit(
+                name,
+                describe,
+                waited=time.monotonic() - started,
+                stopping_for=None if stopping_since is None else time.monotonic() - stopping_since,
+                max_ingestion_time=self.max_ingestion_time,
+                stopping_timeout=self.stopping_timeout_seconds,
+            )
+            if passed is not None:
+                if passed.stop:
+                    hook.stop_training_job(name)
+                raise passed.error
             time.sleep(self.check_interval)
             describe = None
 
@@ -507,6 +502,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     @records_outputs
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as the synchronous wait."""
+        from airflow_hetero.job.limits import deferred_timeout_message
         from airflow_hetero.job.outcome import outcome_from_event
 
         self.active_job_name = str(event.get("job_name"))
@@ -517,18 +513,12 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
                 tailer.emit_tail()
             except Exception as exc:
                 self.log.warning("Could not read the logs of %s: %s", self.active_job_name, exc)
-        if event.get("deadline_reason"):
-            timeout_message = f"reached its deadline: {event['deadline_reason']}"
-        elif self.max_ingestion_time is not None:
-            timeout_message = f"exceeded max_ingestion_time ({self.max_ingestion_time}s)"
-        else:
-            timeout_message = "did not finish within its MaxRuntime (+ MaxWait) plus margin"
         result = outcome_from_event(
             event,
             describe=hook.describe_training_job,
             stop=hook.stop_training_job,
             fail_on_stopped=self.fail_on_stopped,
-            timeout_message=timeout_message,
+            timeout_message=deferred_timeout_message(event.get("deadline_reason"), self.max_ingestion_time),
         )
         self.active_job_name = None
         return result

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -42,20 +44,60 @@ def test_local_source_dir_is_packed_with_the_runtime_helper(code: Path) -> None:
     assert source_upload_uri(job, "job-1") == "s3://out-bucket/job-1/source/sourcedir.tar.gz"
     assert submit_directory(job, "job-1") == "s3://out-bucket/job-1/source/sourcedir.tar.gz"
     files = members(package_source_dir(job, base=code.parent))
-    assert set(files) == {"train.py", "pkg/util.py", "airflow_hetero/__init__.py", "airflow_hetero/runtime.py"}
-    runtime_source = (Path(__file__).parents[2] / "airflow_hetero" / "runtime.py").read_bytes()
-    assert files["airflow_hetero/runtime.py"] == runtime_source
+    package = Path(__file__).parents[2] / "airflow_hetero" / "runtime"
+    shipped = {f"airflow_hetero/runtime/{p.name}": p.read_bytes() for p in package.glob("*.py")}
+    assert {"airflow_hetero/runtime/__init__.py", "airflow_hetero/runtime/__main__.py"} <= set(shipped)
+    assert set(files) == {"train.py", "pkg/util.py", "airflow_hetero/__init__.py", *shipped}
+    assert {name: files[name] for name in shipped} == shipped
 
 
-def test_shipped_runtime_imports_without_the_package(code: Path, tmp_path: Path) -> None:
+PROBE = """
+import json, os, sys
+from airflow_hetero import runtime
+outside = sorted(
+    name for name, module in sys.modules.items()
+    if name.startswith("airflow_hetero") and not (module.__file__ or "").startswith(os.getcwd())
+)
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {"airflow", "boto3", "botocore", "pydantic", "yaml"})
+env = runtime.environment()
+print(json.dumps({"outside": outside, "heavy": heavy, "group": runtime.run_by_group({"data": lambda: "data"}),
+                  "master": runtime.distribution_world("data").master_addr}))
+"""
+
+
+def test_shipped_runtime_runs_from_the_tarball_alone(code: Path, tmp_path: Path) -> None:
+    """A training host with only the unpacked ``sourcedir.tar.gz``: no package installed, a clean
+    ``sys.path`` (``-S``, no ``PYTHONPATH``); the helper imports, reads its host's files, dispatches
+    and runs its command line from the shipped files only."""
     job = load_job(dict(BASE, source_dir="code"))
     with tarfile.open(fileobj=io.BytesIO(package_source_dir(job, base=code.parent)), mode="r:gz") as tar:
         tar.extractall(tmp_path / "extracted", filter="data")
-    probe = "import airflow_hetero.runtime as r, sys; print(r.__file__); print('pydantic' in sys.modules)"
-    out = subprocess.run(
-        [sys.executable, "-S", "-c", probe], cwd=tmp_path / "extracted", capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert out == [str(tmp_path / "extracted" / "airflow_hetero" / "runtime.py"), "False"]
+    config = tmp_path / "host" / "input" / "config"
+    config.mkdir(parents=True)
+    group = {"instance_group_name": "data", "instance_type": "ml.c5.xlarge", "hosts": ["algo-1"]}
+    layout = {"current_host": "algo-1", "current_group_name": "data", "hosts": ["algo-1"], "instance_groups": [group]}
+    (config / "resourceconfig.json").write_text(json.dumps(layout))
+    (config / "hyperparameters.json").write_text("{}")
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME"}}
+    env |= {"SAGEMAKER_BASE_DIR": str(tmp_path / "host"), "AIRFLOW_HETERO_HOST_ADDRESSES": '{"algo-1": "127.0.0.1"}'}
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-S", *args],
+            check=False,
+            cwd=tmp_path / "extracted",
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    *printed, last = run("-c", PROBE).splitlines()
+    assert printed == ["[airflow-hetero] host=algo-1 group=data instance_type=local"]
+    assert json.loads(last) == {"outside": [], "heavy": [], "group": "data", "master": "127.0.0.1"}
+    world = json.loads(run("-m", "airflow_hetero.runtime", "world", "--group", "data"))
+    assert (world["hosts"], world["node_rank"]) == (["algo-1"], 0)
 
 
 def test_users_own_airflow_hetero_folder_wins(code: Path) -> None:
@@ -64,7 +106,7 @@ def test_users_own_airflow_hetero_folder_wins(code: Path) -> None:
     job = load_job(dict(BASE, source_dir="code"))
     files = members(package_source_dir(job, base=code.parent))
     assert files["airflow_hetero/__init__.py"] == b"MINE = True\n"
-    assert "airflow_hetero/runtime.py" not in files
+    assert not [name for name in files if name.startswith("airflow_hetero/runtime")]
 
 
 def test_entry_point_only_is_packed_at_the_root(code: Path) -> None:

@@ -2,8 +2,8 @@
 
 It runs in a venv of its own (.venv-sdk3, which ``make`` builds from tests/support/sdk3-requirements.txt):
 a heterogeneous ``ModelTrainer.train(wait=True, logs=True)``, ``TrainingJob.get(name).wait()``, a
-Failed and a Stopped job as v3 sees them, and torchrun on one instance group through a single-file
-copy of ``airflow_hetero.runtime`` (a real torchrun, torch from that venv).
+Failed and a Stopped job as v3 sees them, and torchrun on one instance group through a copy of
+the ``airflow_hetero.runtime`` folder (a real torchrun, torch from that venv).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def test_sdk_v3_trains_on_two_groups_waits_fails_and_stops(endpoint: LocalEndpoi
 
 @needs_sdk3
 def test_torchrun_runs_on_the_distribution_group_only(endpoint: LocalEndpoint, tmp_path: Path) -> None:
-    seen, _ = run_client(endpoint, tmp_path, f"torchrun={runtime.__file__}")
+    seen, _ = run_client(endpoint, tmp_path, f"torchrun={Path(runtime.__file__).parent}")
     job = seen["torchrun"]
     assert job["status"] == "Completed", job
     describe = endpoint.client("sagemaker").describe_training_job(TrainingJobName=job["name"])

@@ -9,7 +9,6 @@ leave two jobs).
 
 from __future__ import annotations
 
-import json
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -309,55 +308,6 @@ def test_identity_is_read_from_the_environment_when_describe_echoes_it() -> None
     hook = HeteroTrainingHook(aws_conn_id=None, region_name="us-east-1")
     describe = {"TrainingJobArn": "arn:x", "Environment": {IDENTITY_ENV: "abc"}}
     assert hook.identity_of(describe) == "abc"  # no ListTags call (no client would answer it)
-
-
-def test_stamp_keeps_user_tags_and_environment() -> None:
-    identity = TaskIdentity("d", "t", "r")
-    request = {
-        "Tags": [{"Key": "team", "Value": "ml"}, {"Key": IDENTITY_TAG, "Value": "forged"}],
-        "Environment": {"A": "1"},
-    }
-    stamped = identity.stamp(request)
-    assert [t for t in stamped["Tags"] if t["Key"] == IDENTITY_TAG] == [{"Key": IDENTITY_TAG, "Value": identity.digest}]
-    assert {"Key": "team", "Value": "ml"} in stamped["Tags"]
-    assert stamped["Environment"] == {"A": "1", IDENTITY_ENV: identity.digest}
-    assert json.dumps(stamped)  # plain data
-
-
-# -- limit messages -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("secondary", "condition", "expected"),
-    [
-        (
-            "MaxRuntimeExceeded",
-            {"MaxRuntimeInSeconds": 7200},
-            "exceeded its maximum run time, MaxRuntimeInSeconds = 7200 s",
-        ),
-        (
-            "MaxWaitTimeExceeded",
-            {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 5400},
-            "MaxWaitTimeInSeconds = 5400 s; raise max_wait",
-        ),
-    ],
-)
-def test_limit_stops_get_their_own_message(secondary: str, condition: dict[str, int], expected: str) -> None:
-    from airflow_hetero.job.outcome import TrainingJobLimitError, resolve_outcome
-
-    describe = {
-        "TrainingJobName": "limited",
-        "TrainingJobStatus": "Stopped",
-        "SecondaryStatus": secondary,
-        "StoppingCondition": condition,
-    }
-    with pytest.raises(TrainingJobLimitError, match=rf"limited was stopped by SageMaker \({secondary}\)") as info:
-        resolve_outcome(describe)
-    assert expected in str(info.value)
-    assert resolve_outcome(describe, fail_on_stopped=False)["status"] == "Stopped"
-    failed = {**describe, "TrainingJobStatus": "Failed", "FailureReason": "ClientError: limit"}
-    with pytest.raises(Exception, match=expected.split(";", maxsplit=1)[0].replace("(", r"\(")):
-        resolve_outcome(failed)
 
 
 def test_too_many_user_tags_fail_before_any_job(proxy: FaultProxy, jobs: MotoJobs) -> None:

@@ -15,7 +15,8 @@ def test_wheel_contains_data_files_and_marker() -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "airflow_hetero/definition/data/dlc_training_images.json" in names
     assert "airflow_hetero/py.typed" in names
-    assert "airflow_hetero/runtime.py" in names
+    runtime = {p.name for p in (ROOT / "airflow_hetero" / "runtime").glob("*.py")}
+    assert {f"airflow_hetero/runtime/{name}" for name in runtime} <= names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "apache_airflow_provider" in text and "airflow-hetero = airflow_hetero.cli:main" in text

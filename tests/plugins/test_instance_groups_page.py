@@ -1,4 +1,7 @@
-"""The view's page renderer, the Airflow 2.11 blueprint and extra link, and the plugin's registration (no server)."""
+"""The view's page renderer, the Airflow 2.11 blueprint, and the plugin's registration (no server).
+
+The extra link that opens the view is tested in tests/links/test_instance_groups_link.py.
+"""
 
 from __future__ import annotations
 
@@ -120,26 +123,6 @@ def test_webserver_guard_needs_airflow_2() -> None:
             webserver_guard()
 
 
-def test_extra_link_url_and_push() -> None:
-    from unittest.mock import MagicMock
-
-    from airflow_hetero.links.instance_groups import InstanceGroupsLink, persist_instance_groups_link
-
-    key = MagicMock(dag_id="my dag", run_id="manual__2026-01-01T00:00:00+00:00", task_id="s", map_index=2)
-    url = InstanceGroupsLink().get_link(MagicMock(), ti_key=key)
-    assert url == (
-        "/hetero/instance-groups?dag_id=my+dag&run_id=manual__2026-01-01T00%3A00%3A00%2B00%3A00&task_id=s&map_index=2"
-    )
-    ti = MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1)
-    persist_instance_groups_link({"ti": ti})  # type: ignore[typeddict-item]
-    if not AIRFLOW_V_3:  # Airflow 2 calls get_link (above) instead of reading an XCom
-        ti.xcom_push.assert_not_called()
-        return
-    ti.xcom_push.assert_called_once_with(
-        key="_link_InstanceGroupsLink", value="/hetero/instance-groups?dag_id=d&run_id=r&task_id=t&map_index=-1"
-    )
-
-
 @pytest.mark.skipif(not AIRFLOW_V_3, reason="Airflow 2.11 serves a Flask blueprint: see the next tests")
 def test_plugin_loads_no_web_framework_and_registers_its_view() -> None:
     import subprocess
@@ -178,21 +161,6 @@ def test_lazy_app_builds_once_and_delegates(monkeypatch: pytest.MonkeyPatch) -> 
     assert built == [1] and calls == ["/a", "/b"]
     assert app_module.map_index_of("{MAP_INDEX}") == -1 and app_module.map_index_of("4") == 4
     assert app_module.map_index_of(None) == -1 and app_module.map_index_of("") == -1
-
-
-def test_extra_link_on_airflow_2_pushes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Airflow 2's BaseOperatorLink has no ``xcom_key``: the webserver calls get_link instead."""
-    from unittest.mock import MagicMock
-
-    from airflow_hetero.links import instance_groups
-
-    class Airflow2Link:
-        name = "Instance groups"
-
-    monkeypatch.setattr(instance_groups, "InstanceGroupsLink", Airflow2Link)
-    ti = MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1)
-    instance_groups.persist_instance_groups_link({"ti": ti})  # type: ignore[typeddict-item]
-    ti.xcom_push.assert_not_called()
 
 
 def test_the_plugin_serves_a_blueprint_on_airflow_2_only(monkeypatch: pytest.MonkeyPatch) -> None:

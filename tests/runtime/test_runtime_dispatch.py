@@ -53,7 +53,7 @@ def host_env(base: Path, host: str, hps: dict[str, Any] | None = None) -> Runtim
 @pytest.fixture
 def fresh_marker(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let this test print the once-per-process marker again."""
-    monkeypatch.setattr(runtime, "_marker_done", threading.Event())
+    monkeypatch.setattr(runtime.dispatch, "_marker_done", threading.Event())
 
 
 # -- marker -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""The distribution on one instance group: distribution_world() and ``runtime.py world|torchrun-args|torchrun``.
+"""The distribution on one instance group: distribution_world() and ``python -m runtime world|torchrun-args|torchrun``.
 
-The command line is run from a single-file copy of runtime.py (the documented way to use it in a
+The command line is run from a copy of the runtime folder (the documented way to use it in a
 container without the package); ``torchrun`` there is a stand-in on PATH that records its arguments
 (the real one runs in tests/local/test_sagemaker_sdk3.py).
 """
@@ -93,11 +93,10 @@ def test_the_group_comes_from_the_environment_or_the_sdk_hyperparameter(
 
 
 def _cli(tmp_path: Path, host: str, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """``python runtime.py ARGS`` from a copy of the one file, on ``host``, a recording torchrun on PATH."""
-    copy = tmp_path / "code" / "runtime.py"
+    """``python -m runtime ARGS`` from a copy of the runtime folder, on ``host``, a recording torchrun on PATH."""
+    copy = tmp_path / "code" / "runtime"
     if not copy.exists():
-        copy.parent.mkdir()
-        shutil.copyfile(runtime.__file__, copy)
+        shutil.copytree(Path(runtime.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
         (copy.parent / "train.py").write_text("import sys; print('plain python', sys.argv[1:])\n")
         fake = tmp_path / "bin" / "torchrun"
         fake.parent.mkdir()
@@ -113,7 +112,7 @@ def _cli(tmp_path: Path, host: str, *args: str) -> tuple[subprocess.CompletedPro
     }
     env.pop("PYTHONPATH", None)  # the copy alone, no package
     done = subprocess.run(
-        [sys.executable, str(copy), *args],
+        [sys.executable, "-m", "runtime", *args],
         cwd=copy.parent,
         env=env,
         capture_output=True,
@@ -124,7 +123,7 @@ def _cli(tmp_path: Path, host: str, *args: str) -> tuple[subprocess.CompletedPro
     return done, tmp_path / "torchrun-args"
 
 
-def test_world_and_torchrun_args_from_a_single_file_copy(tmp_path: Path) -> None:
+def test_world_and_torchrun_args_from_a_copy_of_the_folder(tmp_path: Path) -> None:
     done, _ = _cli(tmp_path, "algo-3", "world", "--group", "dnn", "--master-port", "7000")
     assert done.returncode == 0, done.stderr
     world: dict[str, Any] = json.loads(done.stdout)
@@ -182,7 +181,7 @@ def test_python_dash_m_runs_the_same_command(tmp_path: Path) -> None:
         **os.environ,
         runtime.BASE_DIR_ENV: str(layout(tmp_path, "algo-3")),
         runtime.HOST_ADDRESSES_ENV: json.dumps(ADDRESSES),
-        "PYTHONPATH": str(Path(runtime.__file__).parents[1]),
+        "PYTHONPATH": str(Path(runtime.__file__).parents[2]),
     }
     done = subprocess.run(
         [sys.executable, "-m", "airflow_hetero.runtime", "torchrun-args", "--group", "dnn"],

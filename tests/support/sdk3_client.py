@@ -185,10 +185,10 @@ def _wrote_model(job: TrainingJob) -> bool:
     return printed == 2
 
 
-def run_torchrun(session: Session, workdir: Path, runtime_file: str) -> dict[str, Any]:
-    """torchrun on the dnn group only (2 hosts), through a single-file copy of the runtime helper."""
+def run_torchrun(session: Session, workdir: Path, runtime_dir: str) -> dict[str, Any]:
+    """torchrun on the dnn group only (2 hosts), through a copy of the runtime helper's folder."""
     src = source(workdir, "ddp", {"ddp.py": DDP})
-    shutil.copyfile(runtime_file, src / "runtime.py")
+    shutil.copytree(runtime_dir, src / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
     environment = {
         "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
         "GLOO_SOCKET_IFNAME": "lo",
@@ -199,7 +199,7 @@ def run_torchrun(session: Session, workdir: Path, runtime_file: str) -> dict[str
         counts=(1, 2),
         base_job_name="v3-ddp",
         environment=environment,
-        source_code=SourceCode(source_dir=str(src), command="python runtime.py torchrun --group dnn -- ddp.py"),
+        source_code=SourceCode(source_dir=str(src), command="python -m runtime torchrun --group dnn -- ddp.py"),
     )
     model_trainer.train(wait=True, logs=False)
     job = model_trainer._latest_training_job
