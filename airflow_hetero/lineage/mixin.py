@@ -62,7 +62,7 @@ class JobOutputsMixin:
     ) -> Asset | None:
         """Add the model asset (an Asset, or its URI) to the task's outlets; return it. ``prices``,
         ``currency`` and ``use_pricing_api`` price the run's cost in its events (as on the summary operator)."""
-        from airflow_hetero.pricing.price_list import check_currency, check_overrides
+        from airflow_hetero.pricing.checks import check_currency, check_overrides  # not price_list: no dataclass
 
         self.prices = check_overrides(prices) or None  # a bad price fails the parse, not the run
         self.currency = check_currency(currency)

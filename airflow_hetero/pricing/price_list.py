@@ -11,10 +11,14 @@ product has ``productFamily`` "ML Instance", the region in ``regionCode``, the i
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+# Re-exported (``as``): the checks live where a DAG parse can import them without this module's dataclass.
+from airflow_hetero.pricing.checks import check_currency as check_currency  # noqa: PLC0414
+from airflow_hetero.pricing.checks import check_overrides as check_overrides  # noqa: PLC0414
+from airflow_hetero.pricing.checks import number_or_none as number_or_none  # noqa: PLC0414
 
 SERVICE_CODE = "AmazonSageMaker"
 PRODUCT_FAMILY = "ML Instance"
@@ -136,30 +140,3 @@ def price_from_products(price_list: Iterable[str], instance_type: str, region: s
         return unknown(instance_type, PRICE_LIST_CURRENCY, f"the Price List has several hourly prices ({listed})")
     why = f"the Price List has no on-demand training price for {instance_type} in {region}"
     return unknown(instance_type, PRICE_LIST_CURRENCY, why + (f" ({bad} unreadable entries)" if bad else ""))
-
-
-def number_or_none(value: Any) -> float | None:
-    """A finite number >= 0 (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        return None
-    return float(value)
-
-
-def check_currency(currency: str) -> str:
-    """An ISO-4217 code as the Price List writes them (``USD``); ValueError otherwise."""
-    if not (isinstance(currency, str) and len(currency) == 3 and currency.isascii() and currency.isupper()):
-        raise ValueError(f"currency must be a three-letter ISO-4217 code such as 'USD' or 'EUR', got {currency!r}")
-    return currency
-
-
-def check_overrides(prices: Mapping[str, Any] | None) -> dict[str, float]:
-    """``{"ml.p4d.24xlarge": 37.69, ...}`` checked: instance types as keys, finite prices >= 0 per hour."""
-    out: dict[str, float] = {}
-    for name, value in (prices or {}).items():
-        if not isinstance(name, str) or not name.startswith("ml."):
-            raise ValueError(f"prices: {name!r} is not an instance type such as 'ml.p4d.24xlarge'")
-        number = number_or_none(value)
-        if number is None:
-            raise ValueError(f"prices: {name} must be a price per instance-hour >= 0, got {value!r}")
-        out[name] = number
-    return out
