@@ -26,7 +26,7 @@ from typing import Any
 from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.local.api.constraints import check_constraints
 from airflow_hetero.local.api.errors import ServiceError, not_found, validation
-from airflow_hetero.local.api.request_rules import validate_create
+from airflow_hetero.local.api.validators import validate_create
 from airflow_hetero.local.host.process import EndedProcess, kill_tree, wait_gone
 from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.layout import plan_cluster

@@ -1,11 +1,11 @@
 """The rules SageMaker enforces on a CreateTrainingJob request beyond its shapes (pure, no botocore).
 
-The model (:mod:`airflow_hetero.definition.service_shapes`) states lengths, patterns, enums and
+The model (:mod:`airflow_hetero.definition.raw_request.service_shapes`) states lengths, patterns, enums and
 "at most 5 instance groups"; these are the rules it cannot state: InstanceType/InstanceCount
 exclusive with InstanceGroups, unique group and channel names, channel groups that exist, the
 all-or-nothing channel assignment, metric regular expressions. Each problem carries the request
-path and the service's own message, so request mode (:mod:`airflow_hetero.definition.training_request`)
-and the offline endpoint (``local.api.request_rules``) report the same rule from this one place.
+path and the service's own message, so request mode (:mod:`airflow_hetero.definition.raw_request.training_request`)
+and the offline endpoint (``local.api.validators``) report the same rule from this one place.
 :func:`sdk_problems` adds what the SageMaker Python SDK checks before it sends a request (the
 distribution group of its ``sagemaker_*`` hyperparameters): the service does not, the container does.
 
