@@ -110,7 +110,7 @@ def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest) -> Tr
     if isinstance(source, TrainingRequest):
         return source
     if not isinstance(source, Mapping):
-        from airflow_hetero.definition.job import read_definition_file
+        from airflow_hetero.definition.input_file import read_definition_file
 
         source = read_definition_file(Path(source))
     checked, problems = check_request(source)
