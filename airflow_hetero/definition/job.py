@@ -50,9 +50,9 @@ class HeteroTrainingJob(JobFields):
         if isinstance(raw, HeteroTrainingJob):
             raw = raw.model_dump()
         if isinstance(raw, Mapping):
-            line_errors.extend(checks.line_error(loc, msg) for loc, msg in cross_field.cross_field(raw))
+            line_errors.extend(map(checks.line_error, cross_field.cross_field(raw)))
         if job is not None and not line_errors:
-            line_errors.extend(checks.line_error(loc, msg) for loc, msg in cross_field.after_encoding(job))
+            line_errors.extend(map(checks.line_error, cross_field.after_encoding(job)))
         if line_errors:
             raise ValidationError.from_exception_data(cls.__name__, line_errors)
         return job

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from airflow_hetero.definition.errors import Loc, Problem, format_loc
+from airflow_hetero.definition.errors import Loc, Problem
 
 __all__ = ["DISTRIBUTION_GROUPS", "group_names", "sdk_problems", "service_problems"]
 
@@ -29,10 +29,6 @@ DISTRIBUTION_GROUPS = "sagemaker_distribution_instance_groups"
 
 def _listing(names: list[str]) -> str:
     return "[" + ", ".join(names) + "]"
-
-
-def _problem(path: Loc, msg: str) -> Problem:
-    return Problem(format_loc(path), msg)
 
 
 def _dicts(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -62,20 +58,20 @@ def resource_problems(request: dict[str, Any]) -> list[Problem]:
     """ResourceConfig: groups or type and count, never both; unique group names; counts of at least 1."""
     resource = request.get("ResourceConfig")
     if not isinstance(resource, dict):
-        return [_problem(("ResourceConfig",), "ResourceConfig must be specified.")]
+        return [Problem(("ResourceConfig",), "ResourceConfig must be specified.")]
     groups = resource.get("InstanceGroups")
     if not groups:
         if resource.get("InstanceType") is None or resource.get("InstanceCount") is None:
             msg = "Either InstanceType and InstanceCount or InstanceGroups must be specified"
-            return [_problem(("ResourceConfig",), msg)]
+            return [Problem(("ResourceConfig",), msg)]
         if _count_below_one(resource["InstanceCount"]):
-            return [_problem(("ResourceConfig", "InstanceCount"), "InstanceCount must be at least 1")]
+            return [Problem(("ResourceConfig", "InstanceCount"), "InstanceCount must be at least 1")]
         return []
     out: list[Problem] = []
     for member in ("InstanceType", "InstanceCount"):
         if resource.get(member) is not None:
             msg = "InstanceType or InstanceCount cannot be specified with InstanceGroups"
-            out.append(_problem(("ResourceConfig", member), msg))
+            out.append(Problem(("ResourceConfig", member), msg))
     names = [str(g.get("InstanceGroupName")) for _, g in _dicts(groups)]
     repeated = _duplicates(names)
     for index, group in _dicts(groups):
@@ -83,10 +79,10 @@ def resource_problems(request: dict[str, Any]) -> list[Problem]:
         where: Loc = ("ResourceConfig", "InstanceGroups", index)
         if name in repeated and names.index(name) != index:
             msg = f"Instance group names must be unique within a training job: {_listing(repeated)}"
-            out.append(_problem((*where, "InstanceGroupName"), msg))
+            out.append(Problem((*where, "InstanceGroupName"), msg))
         if _count_below_one(group.get("InstanceCount")):
             msg = f"InstanceCount of instance group {name} must be at least 1"
-            out.append(_problem((*where, "InstanceCount"), msg))
+            out.append(Problem((*where, "InstanceCount"), msg))
     return out
 
 
@@ -110,7 +106,7 @@ def channel_problems(request: dict[str, Any]) -> list[Problem]:
         where: Loc = ("InputDataConfig", index)
         if name in repeated and names.index(name) != index:
             msg = f"Channel names must be unique within a training job: {_listing(repeated)}"
-            out.append(_problem((*where, "ChannelName"), msg))
+            out.append(Problem((*where, "ChannelName"), msg))
         source = _source(channel)
         groups = source.get("InstanceGroupNames") if source is not None else None
         if not groups or not isinstance(groups, list):
@@ -120,7 +116,7 @@ def channel_problems(request: dict[str, Any]) -> list[Problem]:
         at: Loc = (*where, "DataSource", "S3DataSource", "InstanceGroupNames")
         if not known:
             msg = f"InstanceGroupNames in channel {name} can only be specified when ResourceConfig uses InstanceGroups"
-            out.append(_problem(at, msg))
+            out.append(Problem(at, msg))
             continue
         unknown = [str(g) for g in groups if g not in known]
         for position, group in enumerate(groups):
@@ -129,14 +125,14 @@ def channel_problems(request: dict[str, Any]) -> list[Problem]:
                     f"Instance groups {_listing(unknown)} assigned to channel {name} are not defined in "
                     f"ResourceConfig.InstanceGroups {_listing(known)}"
                 )
-                out.append(_problem((*at, position), msg))
+                out.append(Problem((*at, position), msg))
                 break  # one problem per channel, at its first unknown group, as the service words it
     if assigned and unassigned:
         msg = (
             f"Some channels have assigned instance groups: {_listing(assigned)} "
             f"while others not: {_listing(unassigned)}"
         )
-        out.append(_problem(("InputDataConfig",), msg))
+        out.append(Problem(("InputDataConfig",), msg))
     return out
 
 
@@ -153,7 +149,7 @@ def metric_problems(request: dict[str, Any]) -> list[Problem]:
             re.compile(regex)
         except re.error as exc:
             msg = f"MetricDefinitions: the regular expression of metric {definition.get('Name')} is not valid: {exc}"
-            out.append(_problem(("AlgorithmSpecification", "MetricDefinitions", index, "Regex"), msg))
+            out.append(Problem(("AlgorithmSpecification", "MetricDefinitions", index, "Regex"), msg))
     return out
 
 
@@ -161,7 +157,7 @@ def service_problems(request: dict[str, Any]) -> list[Problem]:
     """Every rule the service enforces beyond the model's shapes, in the request's order."""
     out: list[Problem] = []
     if not request.get("AlgorithmSpecification"):
-        out.append(_problem(("AlgorithmSpecification",), "AlgorithmSpecification must be specified."))
+        out.append(Problem(("AlgorithmSpecification",), "AlgorithmSpecification must be specified."))
     out += resource_problems(request)
     out += channel_problems(request)
     out += metric_problems(request)
@@ -180,10 +176,10 @@ def sdk_problems(request: dict[str, Any]) -> list[Problem]:
     except ValueError:
         groups = None
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        return [_problem(where, f"must be a JSON list of instance group names, e.g. '[\"dnn_group\"]' (got {raw!r})")]
+        return [Problem(where, f"must be a JSON list of instance group names, e.g. '[\"dnn_group\"]' (got {raw!r})")]
     if len(groups) != 1:
-        return [_problem(where, f"the distribution may name only one instance group (got {len(groups)}: {raw})")]
+        return [Problem(where, f"the distribution may name only one instance group (got {len(groups)}: {raw})")]
     known = group_names(request)
     if groups[0] not in known:
-        return [_problem(where, f"'{groups[0]}' is not one of the job's instance groups {_listing(known)}")]
+        return [Problem(where, f"'{groups[0]}' is not one of the job's instance groups {_listing(known)}")]
     return []

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_hetero.definition import naming
-from airflow_hetero.definition.errors import JobDefinitionError, Problem
+from airflow_hetero.definition.errors import JobDefinitionError, Problem, unique
 from airflow_hetero.definition.raw_request import service_rules
 from airflow_hetero.definition.raw_request.provider_config import ProviderSteps, take_provider_steps
 
@@ -31,6 +31,8 @@ TITLE = "invalid CreateTrainingJob request"
 OPERATION = "CreateTrainingJob"
 #: A valid name the shape check sees in place of the task's own (which is only known when it runs).
 _STAND_IN = "request-mode"
+
+
 class TrainingRequest:
     """A checked CreateTrainingJob request without its name; :meth:`build` names it.
 
@@ -102,7 +104,7 @@ def check_request(data: Mapping[str, Any]) -> tuple[TrainingRequest, list[Proble
     request.pop("TrainingJobName", None)
     problems += service_rules.service_problems(request)
     problems += service_rules.sdk_problems(request)
-    return TrainingRequest(request, given or None, steps), _unique(problems)
+    return TrainingRequest(request, given or None, steps), unique(problems)
 
 
 def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest) -> TrainingRequest:
@@ -117,13 +119,3 @@ def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest) -> Tr
     if problems:
         raise JobDefinitionError(problems, TITLE)
     return checked
-
-
-def _unique(problems: list[Problem]) -> list[Problem]:
-    seen: set[tuple[str, str]] = set()
-    out: list[Problem] = []
-    for problem in problems:
-        if (problem.loc, problem.msg) not in seen:
-            seen.add((problem.loc, problem.msg))
-            out.append(problem)
-    return out
