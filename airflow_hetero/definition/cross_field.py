@@ -49,7 +49,12 @@ def cross_field(raw: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _framework_image(raw)
     yield from _code_location(raw)
     yield from _base_job_name(raw)
-    yield from _misc(raw)
+    yield from _spot_wait(raw)
+    yield from _checkpoints(raw)
+    yield from _vpc(raw)
+    yield from _environment(raw.get("environment"))
+    yield from _tags(raw.get("tags"))
+    yield from _metric_definitions(raw.get("metric_definitions"))
     yield from _hyperparameters(raw)
 
 
@@ -224,7 +229,8 @@ def _base_job_name(raw: Mapping[str, Any]) -> Iterator[Problem]:
             yield Problem(("base_job_name",), problem)
 
 
-def _misc(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def _spot_wait(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """``max_wait``: required with spot training, only with it, and at least ``max_run``."""
     spot, max_wait, max_run = raw.get("use_spot_instances"), raw.get("max_wait"), raw.get("max_run", 86400)
     if spot is True and max_wait is None:
         yield Problem(
@@ -236,8 +242,16 @@ def _misc(raw: Mapping[str, Any]) -> Iterator[Problem]:
         yield Problem(
             ("max_wait",), f"must be at least max_run ({max_run}), since it includes the run (got {max_wait})"
         )
+
+
+def _checkpoints(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A local checkpoint path needs the S3 location it is synced to."""
     if raw.get("checkpoint_local_path") is not None and raw.get("checkpoint_s3_uri") is None:
         yield Problem(("checkpoint_local_path",), "needs checkpoint_s3_uri: the S3 location checkpoints are synced to")
+
+
+def _vpc(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A VPC: subnets and security groups together, each list within the service's bounds."""
     subnets, sgs = raw.get("subnets"), raw.get("security_group_ids")
     if (subnets is None) != (sgs is None):
         missing = "security_group_ids" if sgs is None else "subnets"
@@ -246,9 +260,6 @@ def _misc(raw: Mapping[str, Any]) -> Iterator[Problem]:
         if isinstance(value, list) and not 1 <= len(value) <= (16 if field == "subnets" else 5):
             limit = 16 if field == "subnets" else 5
             yield Problem((field,), f"give 1 to {limit} entries (got {len(value)})")
-    yield from _environment(raw.get("environment"))
-    yield from _tags(raw.get("tags"))
-    yield from _metric_definitions(raw.get("metric_definitions"))
 
 
 def _environment(env: Any) -> Iterator[Problem]:
