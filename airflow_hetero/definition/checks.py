@@ -17,7 +17,6 @@ from airflow_hetero.definition import instance_types
 from airflow_hetero.definition.errors import Problem
 from airflow_hetero.definition.roles import role_problem
 
-MAX_GROUPS = 5
 MAX_CHANNELS = 20
 MAX_HYPERPARAMETERS = 100
 MAX_HP_KEY = 256

@@ -28,6 +28,7 @@ from airflow_hetero.definition.display import confusable_hint
 from airflow_hetero.definition.distribution import STRATEGIES, distribution_group
 from airflow_hetero.definition.errors import Loc, Problem
 from airflow_hetero.definition.naming import MAX_BASE_JOB_NAME, check_base_job_name
+from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.model import JobFields
@@ -231,7 +232,11 @@ def _base_job_name(raw: Mapping[str, Any]) -> Iterator[Problem]:
 
 def _spot_wait(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """``max_wait``: required with spot training, only with it, and at least ``max_run``."""
-    spot, max_wait, max_run = raw.get("use_spot_instances"), raw.get("max_wait"), raw.get("max_run", 86400)
+    spot, max_wait, max_run = (
+        raw.get("use_spot_instances"),
+        raw.get("max_wait"),
+        raw.get("max_run", DEFAULT_MAX_RUNTIME_SECONDS),
+    )
     if spot is True and max_wait is None:
         yield Problem(
             ("max_wait",), "required with use_spot_instances: how long to wait for spot capacity plus the run"

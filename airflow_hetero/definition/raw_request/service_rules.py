@@ -20,11 +20,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from airflow_hetero.definition.errors import Loc, Problem
+from airflow_hetero.sagemaker_facts import DISTRIBUTION_GROUPS_HP
 
-__all__ = ["DISTRIBUTION_GROUPS", "group_names", "sdk_problems", "service_problems"]
-
-#: The SDK v2 hyperparameter naming the instance group its distribution runs on (a JSON list).
-DISTRIBUTION_GROUPS = "sagemaker_distribution_instance_groups"
+__all__ = ["group_names", "sdk_problems", "service_problems"]
 
 
 def _listing(names: list[str]) -> str:
@@ -167,10 +165,10 @@ def service_problems(request: dict[str, Any]) -> list[Problem]:
 def sdk_problems(request: dict[str, Any]) -> list[Problem]:
     """The SDK's distribution rule: its distribution group hyperparameter names one existing group."""
     hyperparameters = request.get("HyperParameters")
-    raw = hyperparameters.get(DISTRIBUTION_GROUPS) if isinstance(hyperparameters, dict) else None
+    raw = hyperparameters.get(DISTRIBUTION_GROUPS_HP) if isinstance(hyperparameters, dict) else None
     if not isinstance(raw, str):
         return []
-    where: Loc = ("HyperParameters", DISTRIBUTION_GROUPS)
+    where: Loc = ("HyperParameters", DISTRIBUTION_GROUPS_HP)
     try:
         groups = json.loads(raw)
     except ValueError:

@@ -32,6 +32,7 @@ from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.layout import plan_cluster
 from airflow_hetero.local.training.runner import JobRunner, RunOptions
 from airflow_hetero.local.training.store import TERMINAL, JobExists, JobStore, add_transition, finish
+from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ SHUTDOWN_REASON = (
 )
 _DEFAULTS: dict[str, Any] = {
     "HyperParameters": {},
-    "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+    "StoppingCondition": {"MaxRuntimeInSeconds": DEFAULT_MAX_RUNTIME_SECONDS},
     "EnableNetworkIsolation": False,
     "EnableInterContainerTrafficEncryption": False,
     "EnableManagedSpotTraining": False,
