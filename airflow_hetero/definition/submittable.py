@@ -80,7 +80,7 @@ class DefinitionJob:
         name as ``role`` expanded to (required then)."""
         from airflow_hetero.definition.definition_request import build_training_request
 
-        return self.steps.with_role_arn(build_training_request(self.job, job_name=job_name, region=region), role_arn)
+        return build_training_request(self.job, job_name=job_name, region=region, role_arn=role_arn)
 
     def source_upload(self, job_name: str, base_dir: Path) -> SourceUpload | None:
         """A local ``source_dir`` (or entry point) packaged for ``job_name``; None when the code is in S3."""
