@@ -107,9 +107,9 @@ def _add_request_flag(parser: argparse.ArgumentParser) -> None:
 
 def _load(args: argparse.Namespace) -> Submittable:
     """The file's definition or request, checked (a request: by its keys, or with ``--request``)."""
-    from airflow_hetero.definition.job import read_definition_file
+    from airflow_hetero.definition.input_file import read_definition_file
+    from airflow_hetero.definition.raw_request.training_request import is_request_document
     from airflow_hetero.definition.submittable import load_submittable
-    from airflow_hetero.definition.training_request import is_request_document
 
     data = read_definition_file(args.file)
     return load_submittable(data, request=args.request or is_request_document(data))

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from airflow_hetero._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from airflow_hetero.definition.definition_request import build_training_request
     from airflow_hetero.definition.errors import JobDefinitionError, Problem
     from airflow_hetero.definition.job import HeteroTrainingJob, load_job
     from airflow_hetero.definition.model import InstanceGroup, ShuffleConfig, TrainingInput
-    from airflow_hetero.definition.request import build_training_request
 
 __all__ = [
     "HeteroTrainingJob",
@@ -37,6 +37,6 @@ __getattr__, __dir__ = lazy_exports(
         "TrainingInput": "airflow_hetero.definition.model",
         "JobDefinitionError": "airflow_hetero.definition.errors",
         "Problem": "airflow_hetero.definition.errors",
-        "build_training_request": "airflow_hetero.definition.request",
+        "build_training_request": "airflow_hetero.definition.definition_request",
     },
 )

@@ -14,10 +14,9 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from airflow_hetero.definition import instance_types
-from airflow_hetero.definition.distribution import Loc
+from airflow_hetero.definition.errors import Problem
 from airflow_hetero.definition.roles import role_problem
 
-MAX_GROUPS = 5
 MAX_CHANNELS = 20
 MAX_HYPERPARAMETERS = 100
 MAX_HP_KEY = 256
@@ -34,9 +33,9 @@ def fail(msg: str) -> PydanticCustomError:
     return PydanticCustomError("hetero_rule", msg)  # no context given: braces are shown as written
 
 
-def line_error(loc: Loc, msg: str) -> dict[str, Any]:
-    """A pydantic line error for ``ValidationError.from_exception_data``."""
-    return {"type": fail(msg), "loc": loc, "input": None}
+def line_error(problem: Problem) -> dict[str, Any]:
+    """A rule's problem as a pydantic line error for ``ValidationError.from_exception_data``."""
+    return {"type": fail(problem.msg), "loc": problem.path, "input": None}
 
 
 def reraisable(err: ValidationError) -> list[dict[str, Any]]:

@@ -25,8 +25,10 @@ from airflow_hetero.definition.checks import (
     version_tuple,
 )
 from airflow_hetero.definition.display import confusable_hint
-from airflow_hetero.definition.distribution import STRATEGIES, Finding, Loc, distribution_group
+from airflow_hetero.definition.distribution import STRATEGIES, distribution_group
+from airflow_hetero.definition.errors import Loc, Problem
 from airflow_hetero.definition.naming import MAX_BASE_JOB_NAME, check_base_job_name
+from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.model import JobFields
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 # --- cross-field rules --------------------------------------------------------------------------
 
 
-def cross_field(raw: Mapping[str, Any]) -> Iterator[Finding]:
+def cross_field(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Rules spanning several fields, checked on the raw definition (tolerant of bad fields)."""
     groups = _groups(raw)
     names = list(
@@ -48,7 +50,12 @@ def cross_field(raw: Mapping[str, Any]) -> Iterator[Finding]:
     yield from _framework_image(raw)
     yield from _code_location(raw)
     yield from _base_job_name(raw)
-    yield from _misc(raw)
+    yield from _spot_wait(raw)
+    yield from _checkpoints(raw)
+    yield from _vpc(raw)
+    yield from _environment(raw.get("environment"))
+    yield from _tags(raw.get("tags"))
+    yield from _metric_definitions(raw.get("metric_definitions"))
     yield from _hyperparameters(raw)
 
 
@@ -64,13 +71,13 @@ def _groups(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [g for g in (_plain(x) for x in groups) if isinstance(g, dict)]
 
 
-def _cluster(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[str]) -> Iterator[Finding]:
+def _cluster(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[str]) -> Iterator[Problem]:
     has_groups = raw.get("instance_groups") is not None
     has_type = raw.get("instance_type") is not None
     has_count = raw.get("instance_count") is not None
     if has_groups and (has_type or has_count):
         field = "instance_type" if has_type else "instance_count"
-        yield (
+        yield Problem(
             (field,),
             (
                 "give either instance_groups (heterogeneous cluster) or instance_type + instance_count "
@@ -79,7 +86,7 @@ def _cluster(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[s
         )
     elif not has_groups and not (has_type and has_count):
         missing = "instance_count" if has_type else "instance_type" if has_count else "instance_groups"
-        yield (
+        yield Problem(
             (missing,),
             (
                 "the cluster is not defined: give instance_groups (heterogeneous cluster) "
@@ -89,7 +96,7 @@ def _cluster(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[s
     seen: dict[str, int] = {}
     for index, name in enumerate(g.get("instance_group_name") for g in groups):
         if isinstance(name, str) and name in seen:
-            yield (
+            yield Problem(
                 ("instance_groups", index, "instance_group_name"),
                 (
                     f"duplicate group name '{name}' (already used by instance_groups[{seen[name]}]); "
@@ -99,14 +106,14 @@ def _cluster(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[s
         elif isinstance(name, str):
             hint = confusable_hint(name, seen)
             if hint:
-                yield (
+                yield Problem(
                     ("instance_groups", index, "instance_group_name"),
                     f"group name '{name}' looks the same as another group's{hint}; rename one of them",
                 )
             seen[name] = index
 
 
-def _channels(raw: Mapping[str, Any], names: list[str]) -> Iterator[Finding]:
+def _channels(raw: Mapping[str, Any], names: list[str]) -> Iterator[Problem]:
     inputs = raw.get("inputs")
     if not isinstance(inputs, Mapping):
         return
@@ -114,7 +121,7 @@ def _channels(raw: Mapping[str, Any], names: list[str]) -> Iterator[Finding]:
     known = ", ".join(names) or "(none)"
     for channel, value in inputs.items():
         if not CHANNEL_NAME.match(str(channel)) or len(str(channel)) > 64:
-            yield (
+            yield Problem(
                 ("inputs", str(channel)),
                 (f"channel name '{channel}' is invalid; use 1 to 64 letters, digits, '.', '-' or '_'"),
             )
@@ -124,35 +131,39 @@ def _channels(raw: Mapping[str, Any], names: list[str]) -> Iterator[Finding]:
             continue
         loc: Loc = ("inputs", str(channel), "instance_groups")
         if not hetero:
-            yield loc, "channels can name instance groups only in a heterogeneous job (one with instance_groups)"
+            yield Problem(
+                loc, "channels can name instance groups only in a heterogeneous job (one with instance_groups)"
+            )
             continue
         for name in chosen:
             if isinstance(name, str) and name not in names:
                 hint = confusable_hint(name, names)
-                yield loc, f"unknown instance group '{name}'; the job's groups are: {known}{hint}"
+                yield Problem(loc, f"unknown instance group '{name}'; the job's groups are: {known}{hint}")
         dupes = sorted({n for n in chosen if isinstance(n, str) and chosen.count(n) > 1})
         if dupes:
-            yield loc, f"group {', '.join(repr(d) for d in dupes)} listed more than once"
+            yield Problem(loc, f"group {', '.join(repr(d) for d in dupes)} listed more than once")
 
 
-def _framework_fields(raw: Mapping[str, Any]) -> Iterator[Finding]:
+def _framework_fields(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """What runs: a framework with its version, Python and script, or an image of its own."""
     framework = raw.get("framework")
     image_uri = raw.get("image_uri")
     if framework is None and image_uri is None:
-        yield ("framework",), "give framework (pytorch or tensorflow) + framework_version + py_version, or image_uri"
+        yield Problem(
+            ("framework",), "give framework (pytorch or tensorflow) + framework_version + py_version, or image_uri"
+        )
     if framework is not None and image_uri is None:
         for field in ("framework_version", "py_version"):
             if raw.get(field) is None:
-                yield (field,), f"required with framework '{framework}' unless image_uri is given"
+                yield Problem((field,), f"required with framework '{framework}' unless image_uri is given")
     if framework is not None and raw.get("entry_point") is None:
-        yield ("entry_point",), f"required with framework '{framework}': the script the container runs"
+        yield Problem(("entry_point",), f"required with framework '{framework}': the script the container runs")
     for field in ("framework_version", "py_version"):
         if raw.get(field) is not None and framework is None:
-            yield (field,), "only meaningful with framework (pytorch or tensorflow)"
+            yield Problem((field,), "only meaningful with framework (pytorch or tensorflow)")
 
 
-def _hetero_framework_version(raw: Mapping[str, Any]) -> Iterator[Finding]:
+def _hetero_framework_version(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """A heterogeneous cluster needs a framework version that supports it (HETERO_MINIMUM)."""
     framework, version = raw.get("framework"), raw.get("framework_version")
     minimum = HETERO_MINIMUM.get(framework) if isinstance(framework, str) else None
@@ -160,13 +171,15 @@ def _hetero_framework_version(raw: Mapping[str, Any]) -> Iterator[Finding]:
         return
     parsed = version_tuple(version)
     if parsed is None:
-        yield ("framework_version",), f"'{version}' is not a version number such as '1.13.1'"
+        yield Problem(("framework_version",), f"'{version}' is not a version number such as '1.13.1'")
     elif parsed < minimum:
         floor = ".".join(map(str, minimum))
-        yield ("framework_version",), (f"heterogeneous clusters need {framework} {floor} or newer (got {version})")
+        yield Problem(
+            ("framework_version",), (f"heterogeneous clusters need {framework} {floor} or newer (got {version})")
+        )
 
 
-def _framework_image(raw: Mapping[str, Any]) -> Iterator[Finding]:
+def _framework_image(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Without image_uri, a Deep Learning Container must exist for the framework version and Python."""
     framework, version, py = raw.get("framework"), raw.get("framework_version"), raw.get("py_version")
     if raw.get("image_uri") is not None or framework not in HETERO_MINIMUM:
@@ -177,28 +190,30 @@ def _framework_image(raw: Mapping[str, Any]) -> Iterator[Finding]:
         try:
             resolve_version(str(framework), version)
         except ImageLookupError as err:
-            yield ("framework_version",), str(err)
+            yield Problem(("framework_version",), str(err))
             return
         if isinstance(py, str):
             try:
                 check_py_version(str(framework), version, py)
             except ImageLookupError as err:
-                yield ("py_version",), str(err)
+                yield Problem(("py_version",), str(err))
 
 
-def _code_location(raw: Mapping[str, Any]) -> Iterator[Finding]:
+def _code_location(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Where the script lives: inside source_dir, a .tar.gz in S3, or local code uploaded to output_path."""
     entry, source = raw.get("entry_point"), raw.get("source_dir")
     if isinstance(entry, str) and isinstance(source, str):
         parts = entry.replace("\\", "/").split("/")
         if entry.startswith("/") or ".." in parts or entry.lower().startswith("s3://"):
-            yield ("entry_point",), (f"'{entry}' must be a path relative to source_dir (no leading '/', no '..')")
+            yield Problem(
+                ("entry_point",), (f"'{entry}' must be a path relative to source_dir (no leading '/', no '..')")
+            )
     if isinstance(source, str) and source.lower().startswith("s3://") and not source.endswith(".tar.gz"):
-        yield ("source_dir",), f"'{source}' must point to a .tar.gz file when it is an S3 URI"
+        yield Problem(("source_dir",), f"'{source}' must point to a .tar.gz file when it is an S3 URI")
     output = raw.get("output_path")
     local_code = entry is not None and not (isinstance(source, str) and source.lower().startswith("s3://"))
     if local_code and isinstance(output, str) and output.lower().startswith("https://"):
-        yield (
+        yield Problem(
             ("output_path",),
             (
                 "local code is uploaded to the output bucket, so give output_path as s3://bucket/prefix "
@@ -207,95 +222,111 @@ def _code_location(raw: Mapping[str, Any]) -> Iterator[Finding]:
         )
 
 
-def _base_job_name(raw: Mapping[str, Any]) -> Iterator[Finding]:
+def _base_job_name(raw: Mapping[str, Any]) -> Iterator[Problem]:
     base = raw.get("base_job_name")
     if isinstance(base, str):
         problem = check_base_job_name(base)
         if problem:
-            yield ("base_job_name",), problem
+            yield Problem(("base_job_name",), problem)
 
 
-def _misc(raw: Mapping[str, Any]) -> Iterator[Finding]:
-    spot, max_wait, max_run = raw.get("use_spot_instances"), raw.get("max_wait"), raw.get("max_run", 86400)
+def _spot_wait(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """``max_wait``: required with spot training, only with it, and at least ``max_run``."""
+    spot, max_wait, max_run = (
+        raw.get("use_spot_instances"),
+        raw.get("max_wait"),
+        raw.get("max_run", DEFAULT_MAX_RUNTIME_SECONDS),
+    )
     if spot is True and max_wait is None:
-        yield ("max_wait",), "required with use_spot_instances: how long to wait for spot capacity plus the run"
+        yield Problem(
+            ("max_wait",), "required with use_spot_instances: how long to wait for spot capacity plus the run"
+        )
     if max_wait is not None and spot is not True:
-        yield ("max_wait",), "only allowed with use_spot_instances: true"
+        yield Problem(("max_wait",), "only allowed with use_spot_instances: true")
     if spot is True and isinstance(max_wait, int) and isinstance(max_run, int) and max_wait < max_run:
-        yield ("max_wait",), f"must be at least max_run ({max_run}), since it includes the run (got {max_wait})"
+        yield Problem(
+            ("max_wait",), f"must be at least max_run ({max_run}), since it includes the run (got {max_wait})"
+        )
+
+
+def _checkpoints(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A local checkpoint path needs the S3 location it is synced to."""
     if raw.get("checkpoint_local_path") is not None and raw.get("checkpoint_s3_uri") is None:
-        yield ("checkpoint_local_path",), "needs checkpoint_s3_uri: the S3 location checkpoints are synced to"
+        yield Problem(("checkpoint_local_path",), "needs checkpoint_s3_uri: the S3 location checkpoints are synced to")
+
+
+def _vpc(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A VPC: subnets and security groups together, each list within the service's bounds."""
     subnets, sgs = raw.get("subnets"), raw.get("security_group_ids")
     if (subnets is None) != (sgs is None):
         missing = "security_group_ids" if sgs is None else "subnets"
-        yield (missing,), "a VPC needs both subnets and security_group_ids"
+        yield Problem((missing,), "a VPC needs both subnets and security_group_ids")
     for field, value in (("subnets", subnets), ("security_group_ids", sgs)):
         if isinstance(value, list) and not 1 <= len(value) <= (16 if field == "subnets" else 5):
             limit = 16 if field == "subnets" else 5
-            yield (field,), f"give 1 to {limit} entries (got {len(value)})"
-    yield from _environment(raw.get("environment"))
-    yield from _tags(raw.get("tags"))
-    yield from _metric_definitions(raw.get("metric_definitions"))
+            yield Problem((field,), f"give 1 to {limit} entries (got {len(value)})")
 
 
-def _environment(env: Any) -> Iterator[Finding]:
+def _environment(env: Any) -> Iterator[Problem]:
     if not isinstance(env, Mapping):
         return
     if len(env) > MAX_ENV:
-        yield ("environment",), f"at most {MAX_ENV} variables (got {len(env)})"
+        yield Problem(("environment",), f"at most {MAX_ENV} variables (got {len(env)})")
     for key, value in env.items():
         if not isinstance(key, str) or not ENV_KEY.match(key) or len(key) > 512:
-            yield ("environment", str(key)), "variable names are letters, digits and '_', not starting with a digit"
+            yield Problem(
+                ("environment", str(key)), "variable names are letters, digits and '_', not starting with a digit"
+            )
         if isinstance(value, str) and len(value) > 512:
-            yield ("environment", str(key)), f"value is {len(value)} characters; at most 512"
+            yield Problem(("environment", str(key)), f"value is {len(value)} characters; at most 512")
 
 
-def _tags(tags: Any) -> Iterator[Finding]:
+def _tags(tags: Any) -> Iterator[Problem]:
     if not isinstance(tags, list):
         return
     for index, tag in enumerate(tags):
         if not isinstance(tag, Mapping):
             continue
         if set(tag) != {"Key", "Value"}:
-            yield ("tags", index), "each tag is {Key: ..., Value: ...}"
+            yield Problem(("tags", index), "each tag is {Key: ..., Value: ...}")
             continue
         key, value = tag["Key"], tag["Value"]
         if isinstance(key, str) and not 1 <= len(key) <= 128:
-            yield ("tags", index, "Key"), "must be 1 to 128 characters"
+            yield Problem(("tags", index, "Key"), "must be 1 to 128 characters")
         if isinstance(key, str) and key.lower().startswith("aws:"):
-            yield ("tags", index, "Key"), "the 'aws:' prefix is reserved by AWS"
+            yield Problem(("tags", index, "Key"), "the 'aws:' prefix is reserved by AWS")
         if isinstance(value, str) and len(value) > 256:
-            yield ("tags", index, "Value"), "must be at most 256 characters"
+            yield Problem(("tags", index, "Value"), "must be at most 256 characters")
 
 
-def _metric_definitions(defs: Any) -> Iterator[Finding]:
+def _metric_definitions(defs: Any) -> Iterator[Problem]:
     if not isinstance(defs, list):
         return
     for index, item in enumerate(defs):
         if not isinstance(item, Mapping):
             continue
         if set(item) != {"Name", "Regex"}:
-            yield ("metric_definitions", index), "each metric definition is {Name: ..., Regex: ...}"
+            yield Problem(("metric_definitions", index), "each metric definition is {Name: ..., Regex: ...}")
             continue
         name, regex = item["Name"], item["Regex"]
         if isinstance(name, str) and not 1 <= len(name) <= 255:
-            yield ("metric_definitions", index, "Name"), "must be 1 to 255 characters"
+            yield Problem(("metric_definitions", index, "Name"), "must be 1 to 255 characters")
         if isinstance(regex, str):
             if not 1 <= len(regex) <= 500:
-                yield ("metric_definitions", index, "Regex"), "must be 1 to 500 characters"
+                yield Problem(("metric_definitions", index, "Regex"), "must be 1 to 500 characters")
             try:
                 compiled = re.compile(regex)
             except re.error as err:
-                yield ("metric_definitions", index, "Regex"), f"does not compile: {err}"
+                yield Problem(("metric_definitions", index, "Regex"), f"does not compile: {err}")
             else:
                 if compiled.groups < 1:
-                    yield (
+                    yield Problem(
                         ("metric_definitions", index, "Regex"),
                         ("needs a capture group around the number, e.g. 'loss=([0-9.]+)'"),
                     )
 
 
-def _hyperparameters(raw: Mapping[str, Any]) -> Iterator[Finding]:
+def _hyperparameters(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Reserved names and length limits, on the values as they will be sent."""
     from airflow_hetero.definition.hyperparameters import RESERVED, user_hyperparameters
 
@@ -309,21 +340,21 @@ def _hyperparameters(raw: Mapping[str, Any]) -> Iterator[Finding]:
         return  # a value JSON cannot encode: reported by the field validator
     for key, value in encoded.items():
         if key in RESERVED:
-            yield ("hyperparameters", key), f"'{key}' is set by airflow-hetero from the definition; remove it"
+            yield Problem(("hyperparameters", key), f"'{key}' is set by airflow-hetero from the definition; remove it")
         if len(key) > MAX_HP_KEY:
-            yield ("hyperparameters", key), f"name is {len(key)} characters; at most {MAX_HP_KEY}"
+            yield Problem(("hyperparameters", key), f"name is {len(key)} characters; at most {MAX_HP_KEY}")
         if len(value) > MAX_HP_VALUE:
             how = "once JSON-encoded" if json_values else "as a string"
-            yield ("hyperparameters", key), f"value is {len(value)} characters {how}; at most {MAX_HP_VALUE}"
+            yield Problem(("hyperparameters", key), f"value is {len(value)} characters {how}; at most {MAX_HP_VALUE}")
 
 
-def after_encoding(job: JobFields) -> Iterator[Finding]:
+def after_encoding(job: JobFields) -> Iterator[Problem]:
     """The entry count, on what the SDK would send (with its sagemaker_* keys); needs a valid job."""
     from airflow_hetero.definition.hyperparameters import sdk_hyperparameters
 
     encoded = sdk_hyperparameters(job, job_name="x" * 63, region="ap-southeast-3")
     if len(encoded) > MAX_HYPERPARAMETERS:
-        yield (
+        yield Problem(
             ("hyperparameters",),
             (
                 f"{len(encoded)} entries after adding the SDK's sagemaker_* keys; SageMaker allows "
@@ -332,4 +363,4 @@ def after_encoding(job: JobFields) -> Iterator[Finding]:
         )
 
 
-__all__ = ["MAX_BASE_JOB_NAME", "STRATEGIES", "Finding", "Loc", "cross_field", "distribution_group"]
+__all__ = ["MAX_BASE_JOB_NAME", "STRATEGIES", "after_encoding", "cross_field", "distribution_group"]

@@ -17,9 +17,7 @@ from typing import Any
 
 from airflow_hetero.definition import instance_types
 from airflow_hetero.definition.display import confusable_hint
-
-Loc = tuple[str | int, ...]
-Finding = tuple[Loc, str]
+from airflow_hetero.definition.errors import Loc, Problem
 
 STRATEGIES = (
     "mpi",
@@ -102,7 +100,7 @@ def distribution_group(distribution: Any, names: list[str]) -> str | None:
     return None
 
 
-def check(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[str]) -> Iterator[Finding]:
+def check(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[str]) -> Iterator[Problem]:
     """Every distribution rule, on the raw definition (tolerant of invalid fields)."""
     dist = raw.get("distribution")
     if not isinstance(dist, Mapping):
@@ -110,9 +108,11 @@ def check(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[str]
     framework = raw.get("framework")
     for key in dist:
         if key not in STRATEGIES and key != "instance_groups":
-            yield ("distribution", str(key)), f"unknown key '{key}'; allowed: instance_groups, {', '.join(STRATEGIES)}"
+            yield Problem(
+                ("distribution", str(key)), f"unknown key '{key}'; allowed: instance_groups, {', '.join(STRATEGIES)}"
+            )
     if framework is None and raw.get("image_uri") is not None:
-        yield (
+        yield Problem(
             ("distribution",),
             (
                 "needs framework (pytorch or tensorflow): the strategy is launched by the framework "
@@ -121,9 +121,9 @@ def check(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[str]
         )
     for key in (k for k in STRATEGIES if k in dist):
         if framework == "tensorflow" and key in PYTORCH_ONLY:
-            yield ("distribution", key), f"'{key}' is a PyTorch strategy; this job uses tensorflow"
+            yield Problem(("distribution", key), f"'{key}' is a PyTorch strategy; this job uses tensorflow")
         elif framework == "pytorch" and key in TENSORFLOW_ONLY:
-            yield ("distribution", key), f"'{key}' is a TensorFlow strategy; this job uses pytorch"
+            yield Problem(("distribution", key), f"'{key}' is a TensorFlow strategy; this job uses pytorch")
         yield from _options(key, dist[key])
     yield from _combinations(raw, dist, framework)
     target = yield from _groups(raw, dist, names)
@@ -140,17 +140,17 @@ def check(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[str]
     yield from _smp_image(raw, sdk, framework)
 
 
-def _options(key: str, options: Any) -> Iterator[Finding]:
+def _options(key: str, options: Any) -> Iterator[Problem]:
     loc: Loc = ("distribution", key)
     if not isinstance(options, Mapping):
-        yield loc, "must be a mapping, e.g. {enabled: true}"
+        yield Problem(loc, "must be a mapping, e.g. {enabled: true}")
         return
     if key == "smdistributed":
         kinds = [k for k in options if k in ("dataparallel", "modelparallel")]
         for other in (k for k in options if k not in ("dataparallel", "modelparallel")):
-            yield (*loc, str(other)), f"unknown key '{other}'; allowed: dataparallel or modelparallel"
+            yield Problem((*loc, str(other)), f"unknown key '{other}'; allowed: dataparallel or modelparallel")
         if len(kinds) > 1:
-            yield loc, "give one of dataparallel or modelparallel, not both"
+            yield Problem(loc, "give one of dataparallel or modelparallel, not both")
         for kind in kinds:
             yield from _option_keys((*loc, kind), options[kind], OPTION_KEYS[kind])
         return
@@ -161,25 +161,25 @@ def _options(key: str, options: Any) -> Iterator[Finding]:
         and per_host is not None
         and (isinstance(per_host, bool) or not isinstance(per_host, int) or per_host < 1)
     ):
-        yield (*loc, "processes_per_host"), f"must be a whole number of at least 1 (got {per_host!r})"
+        yield Problem((*loc, "processes_per_host"), f"must be a whole number of at least 1 (got {per_host!r})")
 
 
-def _option_keys(loc: Loc, options: Any, allowed: frozenset[str]) -> Iterator[Finding]:
+def _option_keys(loc: Loc, options: Any, allowed: frozenset[str]) -> Iterator[Problem]:
     if not isinstance(options, Mapping):
-        yield loc, "must be a mapping, e.g. {enabled: true}"
+        yield Problem(loc, "must be a mapping, e.g. {enabled: true}")
         return
     for key in options:
         if key not in allowed:
-            yield (*loc, str(key)), f"unknown option '{key}'; allowed: {', '.join(sorted(allowed))}"
+            yield Problem((*loc, str(key)), f"unknown option '{key}'; allowed: {', '.join(sorted(allowed))}")
     switch = options.get("enabled")
     if switch is not None and not isinstance(switch, bool):
-        yield (*loc, "enabled"), f"must be true or false (got {switch!r})"
+        yield Problem((*loc, "enabled"), f"must be true or false (got {switch!r})")
 
 
-def _combinations(raw: Mapping[str, Any], dist: Mapping[str, Any], framework: Any) -> Iterator[Finding]:
+def _combinations(raw: Mapping[str, Any], dist: Mapping[str, Any], framework: Any) -> Iterator[Problem]:
     """Strategies the SDK refuses outright or together."""
     if framework == "pytorch" and "pytorchddp" in dist and "smdistributed" in dist:
-        yield (
+        yield Problem(
             ("distribution", "pytorchddp"),
             (
                 "cannot be combined with smdistributed: pytorchddp is the SDK's other name for "
@@ -187,7 +187,7 @@ def _combinations(raw: Mapping[str, Any], dist: Mapping[str, Any], framework: An
             ),
         )
     if framework == "pytorch" and "pytorchxla" in dist:
-        yield (
+        yield Problem(
             ("distribution", "pytorchxla"),
             (
                 "needs SageMaker Training Compiler (the SDK refuses pytorchxla without compiler_config, "
@@ -198,24 +198,24 @@ def _combinations(raw: Mapping[str, Any], dist: Mapping[str, Any], framework: An
         loc: Loc = ("distribution", "multi_worker_mirrored_strategy")
         others = [k for k in ("smdistributed", "parameter_server") if k in dist]
         if others:
-            yield loc, f"cannot run together with {' or '.join(others)}; remove one of them"
+            yield Problem(loc, f"cannot run together with {' or '.join(others)}; remove one of them")
         version = _version(raw.get("framework_version"))
         if version is not None and version < MWMS_MINIMUM:
             floor = ".".join(map(str, MWMS_MINIMUM))
-            yield loc, f"needs tensorflow {floor} or newer (got {raw.get('framework_version')})"
+            yield Problem(loc, f"needs tensorflow {floor} or newer (got {raw.get('framework_version')})")
 
 
-def _groups(raw: Mapping[str, Any], dist: Mapping[str, Any], names: list[str]) -> Generator[Finding, None, str | None]:
+def _groups(raw: Mapping[str, Any], dist: Mapping[str, Any], names: list[str]) -> Generator[Problem, None, str | None]:
     """Structure of ``distribution.instance_groups``; returns the group that runs the strategy."""
     loc: Loc = ("distribution", "instance_groups")
     named = dist.get("instance_groups")
     hetero = raw.get("instance_groups") is not None
     if named is not None and not hetero:
-        yield loc, "only a heterogeneous job (one with instance_groups) can name distribution groups"
+        yield Problem(loc, "only a heterogeneous job (one with instance_groups) can name distribution groups")
         return None
     if named is None:
         if hetero and len(names) > 1:
-            yield (
+            yield Problem(
                 loc,
                 (
                     f"required for a job with {len(names)} instance groups: name the one group "
@@ -224,12 +224,14 @@ def _groups(raw: Mapping[str, Any], dist: Mapping[str, Any], names: list[str]) -
             )
         return names[0] if hetero and len(names) == 1 else None
     if not isinstance(named, list) or not all(isinstance(n, str) for n in named):
-        yield loc, "must be a list with one group name, e.g. [dnn_group]"
+        yield Problem(loc, "must be a list with one group name, e.g. [dnn_group]")
     elif len(named) != 1:
-        yield loc, f"names {len(named)} groups; a distribution strategy runs on exactly one instance group"
+        yield Problem(loc, f"names {len(named)} groups; a distribution strategy runs on exactly one instance group")
     elif named[0] not in names:
         hint = confusable_hint(named[0], names)
-        yield loc, f"unknown instance group '{named[0]}'; the job's groups are: {', '.join(names) or '(none)'}{hint}"
+        yield Problem(
+            loc, f"unknown instance group '{named[0]}'; the job's groups are: {', '.join(names) or '(none)'}{hint}"
+        )
     else:
         return str(named[0])
     return None
@@ -237,7 +239,7 @@ def _groups(raw: Mapping[str, Any], dist: Mapping[str, Any], names: list[str]) -
 
 def _launcher(
     raw: Mapping[str, Any], dist: Mapping[str, Any], sdk: Mapping[str, Any], framework: Any
-) -> Iterator[Finding]:
+) -> Iterator[Problem]:
     """A heterogeneous job's distribution must start something on its group (SDK, at fit time)."""
     if raw.get("instance_groups") is None or framework not in ("pytorch", "tensorflow") or not _switches_valid(dist):
         return
@@ -246,7 +248,7 @@ def _launcher(
     if torch_distributed_launches(sdk, framework):
         if "smdistributed" not in sdk:
             return
-        yield (
+        yield Problem(
             ("distribution",),
             (
                 "torch_distributed together with smdistributed runs on the instance group only with "
@@ -257,7 +259,7 @@ def _launcher(
         return
     present = [k for k in STRATEGIES if k in dist]
     has = f"enables none of them (it has {', '.join(present)})" if present else "names no strategy"
-    yield (
+    yield Problem(
         ("distribution",),
         (
             f"in a heterogeneous job the distribution runs on one instance group, which needs {LAUNCHERS} "
@@ -286,12 +288,12 @@ def _target_type(raw: Mapping[str, Any], groups: list[dict[str, Any]], target: s
     return kind if isinstance(kind, str) else None
 
 
-def _trainium(dist: Mapping[str, Any], kind: str) -> Iterator[Finding]:
+def _trainium(dist: Mapping[str, Any], kind: str) -> Iterator[Problem]:
     if not (instance_types.family(kind) or "").startswith("trn"):
         return
     keys = list(dist)
     if len(keys) == 1 and keys[0] != "torch_distributed":
-        yield (
+        yield Problem(
             ("distribution", str(keys[0])),
             f"Trainium instances ({kind}) support only torch_distributed, not {keys[0]}",
         )
@@ -302,7 +304,7 @@ def _trainium(dist: Mapping[str, Any], kind: str) -> Iterator[Finding]:
             if "instance_groups" in keys
             else ""
         )
-        yield (
+        yield Problem(
             ("distribution",),
             f"Trainium instances ({kind}) support only torch_distributed, alone (got {', '.join(keys)}){note}",
         )
@@ -310,29 +312,29 @@ def _trainium(dist: Mapping[str, Any], kind: str) -> Iterator[Finding]:
 
 def _torch_distributed(
     raw: Mapping[str, Any], sdk: Mapping[str, Any], framework: Any, kind: str, where: str
-) -> Iterator[Finding]:
+) -> Iterator[Problem]:
     if not torch_distributed_launches(sdk, framework):
         return
     entry = raw.get("entry_point")
     if isinstance(entry, str) and not entry.endswith(".py"):
-        yield ("entry_point",), f"torch_distributed runs Python scripts only: '{entry}' must end in .py"
+        yield Problem(("entry_point",), f"torch_distributed runs Python scripts only: '{entry}' must end in .py")
     if raw.get("image_uri") is not None:
         return  # the SDK checks versions and instance types only for its own images
     py, version = raw.get("py_version"), raw.get("framework_version")
     if isinstance(py, str) and "py3" not in py:
-        yield ("py_version",), f"torch_distributed needs Python 3 (e.g. py310); got '{py}'"
+        yield Problem(("py_version",), f"torch_distributed needs Python 3 (e.g. py310); got '{py}'")
     if instance_types.is_gpu(kind):
         allowed, what = TORCH_DISTRIBUTED_GPU_VERSIONS, "GPU"
     elif (instance_types.family(kind) or "").startswith("trn"):
         allowed, what = TORCH_DISTRIBUTED_TRAINIUM_VERSIONS, "Trainium"
     else:
-        yield (
+        yield Problem(
             ("distribution", "torch_distributed"),
             f"runs only on GPU (ml.g*, ml.p*) and Trainium (ml.trn*) instances, but {where} uses {kind}",
         )
         return
     if isinstance(version, str) and version not in allowed:
-        yield (
+        yield Problem(
             ("framework_version",),
             (
                 f"torch_distributed on {what} instances ({kind}) needs one of {', '.join(allowed)} "
@@ -343,7 +345,7 @@ def _torch_distributed(
 
 def _smddp(
     raw: Mapping[str, Any], dist: Mapping[str, Any], sdk: Mapping[str, Any], framework: Any, *, kind: str, where: str
-) -> Iterator[Finding]:
+) -> Iterator[Problem]:
     if not smddp_enabled(sdk) or framework not in SMDDP_FRAMEWORK_VERSIONS:
         return
     alias = "pytorchddp" in dist and "smdistributed" not in dist
@@ -353,14 +355,14 @@ def _smddp(
         version, py = raw.get("framework_version"), raw.get("py_version")
         allowed = SMDDP_FRAMEWORK_VERSIONS[framework]
         if isinstance(version, str) and version not in allowed:
-            yield (
+            yield Problem(
                 ("framework_version",),
                 f"{name} needs {framework} {', '.join(allowed)} (as the SDK lists them); got '{version}'",
             )
         if isinstance(py, str) and "py3" not in py:
-            yield ("py_version",), f"{name} needs Python 3 (e.g. py39); got '{py}'"
+            yield Problem(("py_version",), f"{name} needs Python 3 (e.g. py39); got '{py}'")
     if kind not in instance_types.SMDDP_INSTANCE_TYPES and P5 not in kind:  # p5: _smdistributed_images
-        yield (
+        yield Problem(
             loc,
             (
                 f"{name} needs a multi-GPU instance type, but {where} uses {kind}; allowed: "
@@ -375,7 +377,7 @@ def _smdistributed_images(
     sdk: Mapping[str, Any],
     framework: Any,
     groups: list[dict[str, Any]],
-) -> Iterator[Finding]:
+) -> Iterator[Problem]:
     """p5 instances and CUDA 12 images refuse smdistributed unless torch_distributed is on (SDK, at fit time)."""
     if "smdistributed" not in sdk or framework not in ("pytorch", "tensorflow"):
         return
@@ -386,7 +388,7 @@ def _smdistributed_images(
     kinds = [g.get("instance_type") for g in groups] if hetero else [raw.get("instance_type")]
     p5 = [k for k in kinds if isinstance(k, str) and P5 in k]
     if p5:
-        yield (
+        yield Problem(
             ("distribution", key),
             (
                 f"smdistributed (model or data parallel) cannot run in a cluster with {p5[0]} instances "
@@ -397,7 +399,7 @@ def _smdistributed_images(
     image = raw.get("image_uri")
     for tag in SMDISTRIBUTED_UNSUPPORTED_IMAGES:
         if isinstance(image, str) and tag in image:
-            yield (
+            yield Problem(
                 ("image_uri",),
                 (
                     f"smdistributed does not work with this image ({tag}: CUDA newer than 11, the SDK "
@@ -406,7 +408,7 @@ def _smdistributed_images(
             )
 
 
-def _model_parallel(sdk: Mapping[str, Any]) -> Iterator[Finding]:
+def _model_parallel(sdk: Mapping[str, Any]) -> Iterator[Problem]:
     """``smdistributed.modelparallel.parameters``, checked as the SDK's ``validate_mp_config`` does."""
     smd = sdk.get("smdistributed")
     options = smd.get("modelparallel") if isinstance(smd, Mapping) else None
@@ -416,7 +418,7 @@ def _model_parallel(sdk: Mapping[str, Any]) -> Iterator[Finding]:
     loc: Loc = ("distribution", "smdistributed", "modelparallel", "parameters")
     params = options.get("parameters", {})
     if not isinstance(params, Mapping):
-        yield (
+        yield Problem(
             loc,
             (
                 "must be a mapping of model-parallel parameters, e.g. {partitions: 2}; a path to a JSON "
@@ -426,8 +428,8 @@ def _model_parallel(sdk: Mapping[str, Any]) -> Iterator[Finding]:
         return
     from airflow_hetero.definition import model_parallel  # loaded only for a job that enables it
 
-    for parameter, message in model_parallel.problems(params):
-        yield (*loc, parameter), message
+    for problem in model_parallel.problems(params):
+        yield problem.within(loc)
 
 
 def uses_smp_image(dist: Mapping[str, Any]) -> bool:
@@ -439,10 +441,10 @@ def uses_smp_image(dist: Mapping[str, Any]) -> bool:
     return isinstance(options, Mapping) and options.get("enabled", True) is not False
 
 
-def _smp_image(raw: Mapping[str, Any], sdk: Mapping[str, Any], framework: Any) -> Iterator[Finding]:
+def _smp_image(raw: Mapping[str, Any], sdk: Mapping[str, Any], framework: Any) -> Iterator[Problem]:
     if framework != "pytorch" or raw.get("image_uri") is not None or not uses_smp_image(sdk):
         return
-    yield (
+    yield Problem(
         ("image_uri",),
         (
             "required for torch_distributed with smdistributed modelparallel: the SDK then runs the "

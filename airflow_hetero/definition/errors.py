@@ -1,6 +1,8 @@
-"""Definition errors that name the field, say what was wrong and what is allowed.
+"""What is wrong with a definition or a request: one :class:`Problem` type, one :data:`Loc`, one error.
 
-Every problem in a definition is collected and reported at once, one line each:
+Both forms report with them: definition mode's rules (``cross_field``, ``distribution``, the field
+checks) and request mode's checks (:mod:`airflow_hetero.definition.raw_request`). Every problem is
+collected and reported at once, one line each, by the path of the field:
 ``instance_groups[1].instance_type: 'ml.bogus' is not a SageMaker training instance type ...``.
 """
 
@@ -15,6 +17,7 @@ from airflow_hetero.definition.display import escape
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
+#: Where a problem is: the path of the field, ``("instance_groups", 1, "instance_type")``.
 Loc = tuple[str | int, ...]
 
 
@@ -30,20 +33,44 @@ def format_loc(loc: Sequence[str | int]) -> str:
     return out or "(definition)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Problem:
-    """One thing wrong with a definition: where (``loc``) and what (``msg``)."""
+    """One thing wrong with a definition or a request: where (``path``) and what (``msg``).
 
-    loc: str
+    ``loc`` is a field's path (a :data:`Loc`) or one place as written (a file name, ``"job_name"``);
+    :attr:`loc` writes the path out, ``instance_groups[1].instance_type``.
+    """
+
+    path: Loc
     msg: str
 
-    def __post_init__(self) -> None:
+    def __init__(self, loc: Loc | str, msg: str) -> None:
+        object.__setattr__(self, "path", (loc,) if isinstance(loc, str) else tuple(loc))
         # names come from the file: control and non-ASCII characters are shown as escapes
-        object.__setattr__(self, "loc", escape(self.loc))
-        object.__setattr__(self, "msg", escape(self.msg))
+        object.__setattr__(self, "msg", escape(msg))
+
+    @property
+    def loc(self) -> str:
+        """The path written out, ``instance_groups[1].instance_type`` (escaped as :attr:`msg` is)."""
+        return escape(format_loc(self.path))
+
+    def within(self, prefix: Loc) -> Problem:
+        """The same problem at ``prefix`` + its path (a part's problem placed in the whole)."""
+        return Problem((*prefix, *self.path), self.msg)
 
     def __str__(self) -> str:
         return f"{self.loc}: {self.msg}"
+
+
+def unique(problems: Iterable[Problem]) -> list[Problem]:
+    """``problems`` in order, each line once (two checks may find the same thing)."""
+    seen: set[tuple[str, str]] = set()
+    out: list[Problem] = []
+    for problem in problems:
+        if (problem.loc, problem.msg) not in seen:
+            seen.add((problem.loc, problem.msg))
+            out.append(problem)
+    return out
 
 
 class JobDefinitionError(ValueError):
@@ -63,15 +90,8 @@ class JobDefinitionError(ValueError):
     @classmethod
     def from_validation_error(cls, err: ValidationError, model: type[BaseModel]) -> JobDefinitionError:
         """Turn pydantic's error into ours, with friendlier messages for the common types."""
-        problems: list[Problem] = []
-        seen: set[tuple[str, str]] = set()
-        for item in err.errors(include_url=False):
-            loc = tuple(item["loc"])
-            msg = _friendly_message(item, loc, model)
-            key = (format_loc(loc), msg)
-            if key not in seen:
-                seen.add(key)
-                problems.append(Problem(*key))
+        loc_items = [(tuple(item["loc"]), item) for item in err.errors(include_url=False)]
+        problems = unique(Problem(loc, _friendly_message(item, loc, model)) for loc, item in loc_items)
         return cls(problems, title=f"invalid {model.__name__} definition")
 
 

@@ -18,6 +18,26 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero.definition import distribution, source
+from airflow_hetero.sagemaker_facts import (
+    CONTAINER_LOG_LEVEL_HP,
+    DATAPARALLEL_CUSTOM_OPTIONS_HP,
+    DATAPARALLEL_ENABLED_HP,
+    DISTRIBUTION_GROUPS_HP,
+    INSTANCE_TYPE_HP,
+    JOB_NAME_HP,
+    MODEL_PARALLEL_HP,
+    MPI_CUSTOM_OPTIONS_HP,
+    MPI_ENABLED_HP,
+    MPI_PROCESSES_PER_HOST_HP,
+    MULTI_WORKER_MIRRORED_ENABLED_HP,
+    PARAMETER_SERVER_ENABLED_HP,
+    PROGRAM_HP,
+    PYTORCH_XLA_ENABLED_HP,
+    REGION_HP,
+    SDK_HYPERPARAMETERS,
+    SUBMIT_DIRECTORY_HP,
+    TORCH_DISTRIBUTED_ENABLED_HP,
+)
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.model import JobFields
@@ -25,28 +45,8 @@ if TYPE_CHECKING:
 #: The code channel path the SDK uses when network isolation is on.
 CODE_CHANNEL_SOURCEDIR = "/opt/ml/input/data/code/sourcedir.tar.gz"
 
-RESERVED = frozenset(
-    {
-        "sagemaker_program",
-        "sagemaker_submit_directory",
-        "sagemaker_container_log_level",
-        "sagemaker_job_name",
-        "sagemaker_region",
-        "sagemaker_distribution_instance_groups",
-        "sagemaker_mpi_enabled",
-        "sagemaker_mpi_num_of_processes_per_host",
-        "sagemaker_mpi_custom_mpi_options",
-        "sagemaker_distributed_dataparallel_enabled",
-        "sagemaker_distributed_dataparallel_custom_mpi_options",
-        "sagemaker_instance_type",
-        "sagemaker_torch_distributed_enabled",
-        "sagemaker_pytorch_ddp_enabled",
-        "sagemaker_pytorch_xla_multi_worker_enabled",
-        "sagemaker_parameter_server_enabled",
-        "sagemaker_multi_worker_mirrored_strategy_enabled",
-        "mp_parameters",
-    }
-)
+#: Set by the SDK (and so by the builder): a definition's hyperparameters may not use them.
+RESERVED = SDK_HYPERPARAMETERS
 
 
 def encode(value: Any) -> str:
@@ -68,11 +68,11 @@ def sdk_hyperparameters(job: JobFields, *, job_name: str, region: str) -> dict[s
         if job.enable_network_isolation:
             code_dir = CODE_CHANNEL_SOURCEDIR
         script_mode = {
-            "sagemaker_submit_directory": code_dir,
-            "sagemaker_program": source.program_name(job),
-            "sagemaker_container_log_level": job.container_log_level,
-            "sagemaker_job_name": job_name,
-            "sagemaker_region": region,
+            SUBMIT_DIRECTORY_HP: code_dir,
+            PROGRAM_HP: source.program_name(job),
+            CONTAINER_LOG_LEVEL_HP: job.container_log_level,
+            JOB_NAME_HP: job_name,
+            REGION_HP: region,
         }
         out.update({k: encode(v) for k, v in script_mode.items()})
     if framework_mode and job.distribution is not None:
@@ -95,12 +95,12 @@ def distribution_hyperparameters(job: JobFields) -> dict[str, Any]:
     if not distribution.torch_distributed_launches(dist, job.framework):
         return _framework_configuration(dist, group, job.instance_type)
     config = _framework_configuration(dist, group, job.instance_type) if "smdistributed" in dist else {}
-    config["sagemaker_torch_distributed_enabled"] = True
+    config[TORCH_DISTRIBUTED_ENABLED_HP] = True
     if job.instance_type is not None:
-        config["sagemaker_instance_type"] = job.instance_type
+        config[INSTANCE_TYPE_HP] = job.instance_type
     if group is not None:
         # a deliberate difference from the SDK (module docstring)
-        config["sagemaker_distribution_instance_groups"] = [group]
+        config[DISTRIBUTION_GROUPS_HP] = [group]
     return config
 
 
@@ -108,31 +108,29 @@ def _framework_configuration(dist: dict[str, Any], group: str | None, instance_t
     """``Framework._distribution_configuration``: one key per strategy present, enabled or not."""
     config: dict[str, Any] = {}
     if group is not None:
-        config["sagemaker_distribution_instance_groups"] = [group]
+        config[DISTRIBUTION_GROUPS_HP] = [group]
     if "pytorchxla" in dist:
-        config["sagemaker_pytorch_xla_multi_worker_enabled"] = _switch(dist["pytorchxla"])
+        config[PYTORCH_XLA_ENABLED_HP] = _switch(dist["pytorchxla"])
     if "parameter_server" in dist:
-        config["sagemaker_parameter_server_enabled"] = _switch(dist["parameter_server"])
+        config[PARAMETER_SERVER_ENABLED_HP] = _switch(dist["parameter_server"])
     if "mpi" in dist:
         mpi = dist["mpi"]
-        config["sagemaker_mpi_enabled"] = _switch(mpi)
+        config[MPI_ENABLED_HP] = _switch(mpi)
         if mpi.get("processes_per_host"):
-            config["sagemaker_mpi_num_of_processes_per_host"] = mpi["processes_per_host"]
-        config["sagemaker_mpi_custom_mpi_options"] = mpi.get("custom_mpi_options", "")
+            config[MPI_PROCESSES_PER_HOST_HP] = mpi["processes_per_host"]
+        config[MPI_CUSTOM_OPTIONS_HP] = mpi.get("custom_mpi_options", "")
     if "smdistributed" in dist:
         smd = dist["smdistributed"]
         model_parallel = smd.get("modelparallel", {})
         if _switch(model_parallel) and model_parallel.get("parameters"):
-            config["mp_parameters"] = model_parallel["parameters"]
+            config[MODEL_PARALLEL_HP] = model_parallel["parameters"]
         data_parallel = smd.get("dataparallel", {})
-        config["sagemaker_distributed_dataparallel_enabled"] = _switch(data_parallel)
-        config["sagemaker_instance_type"] = instance_type
+        config[DATAPARALLEL_ENABLED_HP] = _switch(data_parallel)
+        config[INSTANCE_TYPE_HP] = instance_type
         if _switch(data_parallel):
-            config["sagemaker_distributed_dataparallel_custom_mpi_options"] = data_parallel.get(
-                "custom_mpi_options", ""
-            )
+            config[DATAPARALLEL_CUSTOM_OPTIONS_HP] = data_parallel.get("custom_mpi_options", "")
     if "multi_worker_mirrored_strategy" in dist:
-        config["sagemaker_multi_worker_mirrored_strategy_enabled"] = _switch(dist["multi_worker_mirrored_strategy"])
+        config[MULTI_WORKER_MIRRORED_ENABLED_HP] = _switch(dist["multi_worker_mirrored_strategy"])
     return config
 
 

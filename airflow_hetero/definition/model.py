@@ -19,6 +19,7 @@ from pydantic._internal._model_construction import ModelMetaclass
 from airflow_hetero.definition import checks
 from airflow_hetero.definition.distribution import distribution_group
 from airflow_hetero.definition.errors import JobDefinitionError
+from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS, MAX_INSTANCE_GROUPS
 
 __all__ = ["InstanceGroup", "JobFields", "ShuffleConfig", "TrainingInput"]
 
@@ -115,7 +116,7 @@ class TrainingInput(_Definition):
     instance_groups: list[str] | None = Field(
         default=None,
         min_length=1,
-        max_length=checks.MAX_GROUPS,
+        max_length=MAX_INSTANCE_GROUPS,
         description="Groups that receive this channel; none means every group.",
     )
     input_mode: Literal["File", "Pipe", "FastFile"] | None = Field(
@@ -150,8 +151,8 @@ class JobFields(_Definition):
     instance_groups: list[InstanceGroup] | None = Field(
         default=None,
         min_length=1,
-        max_length=checks.MAX_GROUPS,
-        description=f"The heterogeneous cluster: 1 to {checks.MAX_GROUPS} groups.",
+        max_length=MAX_INSTANCE_GROUPS,
+        description=f"The heterogeneous cluster: 1 to {MAX_INSTANCE_GROUPS} groups.",
     )
     instance_type: str | None = Field(default=None, description="Homogeneous cluster: the instance type.")
     instance_count: int | None = Field(default=None, description="Homogeneous cluster: the instance count.")
@@ -180,7 +181,7 @@ class JobFields(_Definition):
         default=None, description="Prefix of derived job names (default: the image's repository name)."
     )
     volume_size: int = Field(default=30, ge=1, description="EBS volume per instance, in GB.")
-    max_run: int = Field(default=86400, ge=1, description="Maximum run time in seconds.")
+    max_run: int = Field(default=DEFAULT_MAX_RUNTIME_SECONDS, ge=1, description="Maximum run time in seconds.")
     use_spot_instances: bool = Field(default=False, description="Use managed spot training.")
     max_wait: int | None = Field(default=None, ge=1, description="Spot: maximum wait plus run time, seconds.")
     environment: dict[str, str] | None = Field(default=None, description="Environment variables of the container.")

@@ -3,7 +3,7 @@
 Both are a :class:`Submittable`: the base of the task's job names, a note for the task log, what
 the Amazon provider's config asks for before the create, the request for a job name and region,
 and the local training code to upload first. So the operator never asks which kind it holds. A
-:class:`~airflow_hetero.definition.training_request.TrainingRequest` is one as it is;
+:class:`~airflow_hetero.definition.raw_request.training_request.TrainingRequest` is one as it is;
 :class:`DefinitionJob` makes a :class:`~airflow_hetero.definition.job.HeteroTrainingJob` one (its
 own ``base_job_name`` is the optional field the definition was given).
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.job import HeteroTrainingJob
-    from airflow_hetero.definition.provider_config import ProviderSteps
+    from airflow_hetero.definition.raw_request.provider_config import ProviderSteps
     from airflow_hetero.definition.source import SourceUpload
 
 __all__ = ["DefinitionJob", "Submittable", "load_submittable"]
@@ -55,7 +55,7 @@ class DefinitionJob:
     @property
     def base_job_name(self) -> str:
         """The definition's ``base_job_name``, or the SDK's default (the image's repository name)."""
-        from airflow_hetero.definition.request import base_job_name
+        from airflow_hetero.definition.definition_request import base_job_name
 
         return base_job_name(self.job)
 
@@ -68,7 +68,7 @@ class DefinitionJob:
     def steps(self) -> ProviderSteps:
         """A role name as ``role`` to expand (as the SDK's ``expand_role``), else nothing (the code upload
         is :meth:`source_upload`)."""
-        from airflow_hetero.definition.provider_config import ProviderSteps
+        from airflow_hetero.definition.raw_request.provider_config import ProviderSteps
         from airflow_hetero.definition.roles import is_role_name
 
         if not is_role_name(self.job.role):
@@ -78,9 +78,9 @@ class DefinitionJob:
     def build(self, *, job_name: str, region: str, role_arn: str | None = None) -> dict[str, Any]:
         """The request the SageMaker Python SDK v2 sends for the definition; ``role_arn``: what a role
         name as ``role`` expanded to (required then)."""
-        from airflow_hetero.definition.request import build_training_request
+        from airflow_hetero.definition.definition_request import build_training_request
 
-        return self.steps.with_role_arn(build_training_request(self.job, job_name=job_name, region=region), role_arn)
+        return build_training_request(self.job, job_name=job_name, region=region, role_arn=role_arn)
 
     def source_upload(self, job_name: str, base_dir: Path) -> SourceUpload | None:
         """A local ``source_dir`` (or entry point) packaged for ``job_name``; None when the code is in S3."""
@@ -92,7 +92,7 @@ class DefinitionJob:
 def load_submittable(source: Mapping[str, Any], *, request: bool) -> Submittable:
     """A request (``request``) or a definition from ``source``, checked; JobDefinitionError lists every problem."""
     if request:
-        from airflow_hetero.definition.training_request import load_request
+        from airflow_hetero.definition.raw_request.training_request import load_request
 
         return load_request(source)
     from airflow_hetero.definition.job import load_job

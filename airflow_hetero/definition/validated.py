@@ -54,7 +54,8 @@ def dependencies() -> list[str] | None:
     from airflow_hetero.definition.service_model import InstanceTypeCatalogError, sagemaker_model_path
 
     data = os.path.join(_HERE, "data")
-    paths = [_HERE, data, *_files(_HERE, ".py"), *_files(data, ".json")]
+    raw_request = os.path.join(_HERE, "raw_request")
+    paths = [_HERE, data, raw_request, *_files(_HERE, ".py"), *_files(raw_request, ".py"), *_files(data, ".json")]
     try:
         model = str(sagemaker_model_path())  # the instance types come from it
     except InstanceTypeCatalogError:
@@ -145,7 +146,7 @@ def validate_once(data: Mapping[str, Any], *, request: bool = False) -> None:
     """Raise :class:`~airflow_hetero.definition.errors.JobDefinitionError` for a bad definition.
 
     ``request``: ``data`` is a CreateTrainingJob request (request mode), checked by
-    :func:`~airflow_hetero.definition.training_request.load_request`. One already validated with
+    :func:`~airflow_hetero.definition.raw_request.training_request.load_request`. One already validated with
     unchanged code, data and libraries returns at once, without importing pydantic or botocore.
     """
     folder = _folder()

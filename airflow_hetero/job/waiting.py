@@ -11,10 +11,10 @@ import time
 from datetime import datetime
 from typing import Any
 
+from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS
+
 #: Extra seconds allowed beyond the job's own limits (provisioning, download, upload).
 WAIT_MARGIN_SECONDS = 3600
-#: SageMaker's default MaxRuntimeInSeconds.
-DEFAULT_MAX_RUNTIME = 86400
 #: "Not found" this soon after our own CreateTrainingJob is eventual consistency.
 NOT_FOUND_GRACE_SECONDS = 60.0
 #: What the bound of :func:`wait_limit_seconds` is called in every message that names it.
@@ -29,7 +29,7 @@ def wait_limit_seconds(describe_or_request: dict[str, Any]) -> int:
     Accepts a DescribeTrainingJob answer or a CreateTrainingJob request (same field names).
     """
     stopping = describe_or_request.get("StoppingCondition") or {}
-    limit = int(stopping.get("MaxRuntimeInSeconds") or DEFAULT_MAX_RUNTIME)
+    limit = int(stopping.get("MaxRuntimeInSeconds") or DEFAULT_MAX_RUNTIME_SECONDS)
     if describe_or_request.get("EnableManagedSpotTraining"):
         limit += int(stopping.get("MaxWaitTimeInSeconds") or 0)
     return limit + WAIT_MARGIN_SECONDS

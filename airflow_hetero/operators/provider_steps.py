@@ -1,6 +1,6 @@
 """What runs before the create: a request's ``S3Operations`` and the expansion of a role name (given as
 a request's ``RoleArn`` or a definition's ``role``), read and checked by
-:mod:`airflow_hetero.definition.provider_config`, as the Amazon provider and the SageMaker SDK do them.
+:mod:`airflow_hetero.definition.raw_request.provider_config`, as the Amazon provider and the SageMaker SDK do them.
 
 Run only when a new job is submitted, once per try (the next candidate name after a name race reuses
 them): a retry that re-attaches to its running job uploads nothing.
@@ -21,7 +21,7 @@ from airflow_hetero._retry import error_code, is_transient
 from airflow_hetero.definition.provider_config import S3_OPERATIONS
 
 if TYPE_CHECKING:
-    from airflow_hetero.definition.provider_config import ProviderSteps, S3Upload
+    from airflow_hetero.definition.raw_request.provider_config import ProviderSteps, S3Upload
     from airflow_hetero.hooks.training import HeteroTrainingHook
 
 

@@ -195,7 +195,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     ) -> dict[str, Any]:
         """Read a YAML/JSON definition (relative to the DAG folder) and render Jinja in every string."""
         from airflow_hetero.definition.errors import JobDefinitionError
-        from airflow_hetero.definition.job import read_definition_file
+        from airflow_hetero.definition.input_file import read_definition_file
 
         file = Path(path)
         try:

@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root ho
 
 from airflow_hetero.cli import main
 from airflow_hetero.definition.errors import JobDefinitionError, Problem
-from airflow_hetero.definition.input_limits import InputLimits
-from airflow_hetero.definition.job import load_job, read_definition_file
+from airflow_hetero.definition.input_file import InputLimits, read_definition_file
+from airflow_hetero.definition.job import load_job
 from benchmarks import hostile_definitions as hostile
 
 CASES = [

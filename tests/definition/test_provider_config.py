@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from airflow_hetero.definition.provider_config import ProviderSteps, S3Upload, take_provider_steps
+from airflow_hetero.definition.raw_request.provider_config import ProviderSteps, S3Upload, take_provider_steps
 
 
 def take(config: dict[str, Any]) -> tuple[ProviderSteps, dict[str, str], dict[str, Any]]:

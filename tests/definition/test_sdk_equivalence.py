@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_hetero.definition import distribution, instance_types, request
+from airflow_hetero.definition import definition_request, distribution, instance_types
+from airflow_hetero.definition.definition_request import build_training_request
 from airflow_hetero.definition.job import JobDefinitionError, load_job
-from airflow_hetero.definition.request import build_training_request
 
 CASES = Path(__file__).parents[1] / "sdk_cases"
 #: Cases whose definition leaves output_path to the SDK's default bucket (needs an AWS call).
@@ -129,8 +129,8 @@ def test_copied_sdk_lists_equal_the_sdks() -> None:
         ),
         "UNSUPPORTED_DLC_IMAGE_FOR_SM_PARALLELISM": list(distribution.SMDISTRIBUTED_UNSUPPORTED_IMAGES),
         "SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES": sorted(instance_types.SMDDP_INSTANCE_TYPES | {"local_gpu"}),
-        "DEBUGGER_UNSUPPORTED_REGIONS": sorted(request.DEBUGGER_UNSUPPORTED_REGIONS),
-        "PROFILER_UNSUPPORTED_REGIONS": sorted(request.PROFILER_UNSUPPORTED_REGIONS),
+        "DEBUGGER_UNSUPPORTED_REGIONS": sorted(definition_request.DEBUGGER_UNSUPPORTED_REGIONS),
+        "PROFILER_UNSUPPORTED_REGIONS": sorted(definition_request.PROFILER_UNSUPPORTED_REGIONS),
     }
     for name in (
         "SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES",

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from airflow_hetero.definition.definition_request import build_training_request
 from airflow_hetero.definition.job import (
     HeteroTrainingJob,
     InstanceGroup,
@@ -17,7 +18,6 @@ from airflow_hetero.definition.job import (
     TrainingInput,
     load_job,
 )
-from airflow_hetero.definition.request import build_training_request
 
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
 
@@ -147,7 +147,7 @@ def test_request_passes_botocore_validation() -> None:
 
 def test_spec_import_loads_no_airflow_boto3_or_botocore() -> None:
     code = (
-        "import sys, airflow_hetero, airflow_hetero.definition.job, airflow_hetero.definition.request;"
+        "import sys, airflow_hetero, airflow_hetero.definition.job, airflow_hetero.definition.definition_request;"
         "import airflow_hetero.logs.streams, airflow_hetero.logs.per_group;"
         "import airflow_hetero.logs.size_limit, airflow_hetero.logs.table;"
         "import airflow_hetero.runtime;"
@@ -166,3 +166,20 @@ def test_building_a_definition_loads_no_botocore() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_build_training_request_never_sends_a_role_name_as_the_role_arn() -> None:
+    """A role name is expanded through the role_arn given, or refused naming the field and how."""
+    job = load_job(dict(BASE, role="SageMakerRole"))
+    with pytest.raises(JobDefinitionError) as info:
+        build_training_request(job, job_name="j1", region="us-west-2")
+    assert [p.loc for p in info.value.problems] == ["role"]
+    assert "'SageMakerRole' is a role name, not an ARN" in str(info.value)
+    assert "pass role_arn=" in str(info.value) and "arn:aws:iam::<account>:role/<name>" in str(info.value)
+    arn = "arn:aws:iam::123456789012:role/SageMakerRole"
+    assert build_training_request(job, job_name="j1", region="us-west-2", role_arn=arn)["RoleArn"] == arn
+
+
+def test_build_training_request_keeps_a_role_arn_as_given() -> None:
+    job = load_job(BASE)
+    assert build_training_request(job, job_name="j1", region="us-west-2")["RoleArn"] == BASE["role"]

@@ -11,12 +11,12 @@ import yaml
 from support.moto_jobs import hetero_request
 from support.tarballs import members
 
+from airflow_hetero.definition.definition_request import base_job_name, build_training_request
 from airflow_hetero.definition.errors import JobDefinitionError
 from airflow_hetero.definition.job import load_job
-from airflow_hetero.definition.request import base_job_name, build_training_request
+from airflow_hetero.definition.raw_request.training_request import TrainingRequest
 from airflow_hetero.definition.source import SourceDirError, package_source_dir
 from airflow_hetero.definition.submittable import DefinitionJob, Submittable, load_submittable
-from airflow_hetero.definition.training_request import TrainingRequest
 
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
 REGION = "us-west-2"

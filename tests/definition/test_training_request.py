@@ -11,13 +11,13 @@ import pytest
 import yaml
 from support.moto_jobs import ROLE, hetero_request
 
-from airflow_hetero.definition import service_shapes
+from airflow_hetero.definition.definition_request import build_training_request
 from airflow_hetero.definition.errors import JobDefinitionError
 from airflow_hetero.definition.job import load_job
-from airflow_hetero.definition.request import build_training_request
-from airflow_hetero.definition.training_request import TrainingRequest, is_request_document, load_request
+from airflow_hetero.definition.raw_request import service_shapes
+from airflow_hetero.definition.raw_request.training_request import TrainingRequest, is_request_document, load_request
 from airflow_hetero.local.api.errors import ServiceError
-from airflow_hetero.local.api.request_rules import validate_create
+from airflow_hetero.local.api.validators import validate_create
 
 TESTS = Path(__file__).parents[1]
 V3_REQUEST = TESTS / "data" / "sdk_v3" / "two_groups_torchrun.request.json"

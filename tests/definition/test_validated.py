@@ -102,6 +102,8 @@ def test_the_marker_lists_code_data_botocore_model_and_pydantic() -> None:
     assert paths is not None
     names = [Path(p).name for p in paths]
     assert "model.py" in names and "cross_field.py" in names and "validated.py" in names
+    # request mode's room: a change to its rules must invalidate a remembered request too
+    assert "service_rules.py" in names and "training_request.py" in names
     assert any(p.endswith(".json") and "/definition/data/" in p for p in paths)
     assert any(n.startswith("service-2.json") for n in names)
     assert any("/pydantic/" in p for p in paths) and any("/pydantic_core/" in p for p in paths)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from airflow_hetero.definition.job import load_job
-from airflow_hetero.definition.training_request import load_request
+from airflow_hetero.definition.raw_request.training_request import load_request
 from airflow_hetero.operators import HeteroTrainingOperator
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from airflow_hetero.job.waiting import (
-    DEFAULT_MAX_RUNTIME,
+    DEFAULT_MAX_RUNTIME_SECONDS,
     NOT_FOUND_GRACE_SECONDS,
     WAIT_MARGIN_SECONDS,
     deferral_deadline,
@@ -19,7 +19,7 @@ from airflow_hetero.job.waiting import (
 
 
 def test_wait_limit_is_the_jobs_own_limits_plus_a_margin() -> None:
-    assert wait_limit_seconds({}) == DEFAULT_MAX_RUNTIME + WAIT_MARGIN_SECONDS
+    assert wait_limit_seconds({}) == DEFAULT_MAX_RUNTIME_SECONDS + WAIT_MARGIN_SECONDS
     assert wait_limit_seconds({"StoppingCondition": {"MaxRuntimeInSeconds": 600}}) == 600 + WAIT_MARGIN_SECONDS
     spot = {
         "EnableManagedSpotTraining": True,

@@ -27,7 +27,7 @@ from airflow_hetero._compat import TaskDeferred
 from airflow_hetero.definition import naming
 from airflow_hetero.job.identity import TaskIdentity
 from airflow_hetero.job.outcome import TrainingJobTimeoutError
-from airflow_hetero.job.waiting import DEFAULT_MAX_RUNTIME, WAIT_MARGIN_SECONDS
+from airflow_hetero.job.waiting import DEFAULT_MAX_RUNTIME_SECONDS, WAIT_MARGIN_SECONDS
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.triggers import HeteroTrainingTrigger
 from airflow_hetero.triggers import training as trigger_module
@@ -130,7 +130,7 @@ async def test_deadline_counts_from_the_task_start_when_describe_never_succeeds(
 ) -> None:
     name, value = aws_connection_env("dead_endpoint", "http://127.0.0.1:9")
     monkeypatch.setenv(name, value)
-    started = time.time() - (DEFAULT_MAX_RUNTIME + WAIT_MARGIN_SECONDS) + 1.0  # limits end in a second
+    started = time.time() - (DEFAULT_MAX_RUNTIME_SECONDS + WAIT_MARGIN_SECONDS) + 1.0  # limits end in a second
     t = HeteroTrainingTrigger(
         "never-described",
         aws_conn_id="dead_endpoint",

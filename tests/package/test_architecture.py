@@ -45,7 +45,15 @@ def test_importing_a_folder_loads_none_of_its_modules() -> None:
 
 def test_every_module_sits_in_a_part() -> None:
     top = {p.name for p in (ROOT / "airflow_hetero").iterdir() if p.suffix == ".py"}
-    assert top == {"__init__.py", "_compat.py", "_lazy.py", "_retry.py", "cli.py", "demo.py"}
+    assert top == {
+        "__init__.py",
+        "_compat.py",
+        "_lazy.py",
+        "_retry.py",
+        "cli.py",
+        "demo.py",
+        "sagemaker_facts.py",
+    }
     assert re.search(r"type = \"acyclic_siblings\"", (ROOT / "pyproject.toml").read_text())
 
 

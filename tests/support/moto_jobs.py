@@ -270,7 +270,7 @@ def create_refusal(request: dict[str, Any]) -> str | None:
     """What SageMaker answers a CreateTrainingJob request that meets the model's constraints but
     breaks the service's own rules (InstanceGroups next to InstanceType, channel groups that do not
     exist, ...), from the package's one place, in SageMaker's words; moto accepts anything."""
-    from airflow_hetero.definition.request_rules import service_problems
+    from airflow_hetero.definition.raw_request.service_rules import service_problems
 
     refused = service_problems(request)
     return refused[0].msg if refused else None

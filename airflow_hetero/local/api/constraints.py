@@ -5,7 +5,7 @@ the violations ("2 validation errors detected: Value 'x' at 'trainingJobName' fa
 constraint: ..."). botocore's client-side validation checks only required members, types and
 minimums, so a long job name, seven instance groups or an unknown instance type pass the client
 and must be refused here. The rules come from one place, the definition's shape walk
-(:mod:`airflow_hetero.definition.service_shapes`, the model read without botocore, as request mode
+(:mod:`airflow_hetero.definition.raw_request.service_shapes`, the model read without botocore, as request mode
 reads it); this module only words its problems as the service does. Types and unknown members
 are botocore's client-side business, so only required members and constraints are answered here.
 """
@@ -16,7 +16,7 @@ import functools
 from typing import Any
 
 from airflow_hetero.definition.instance_types import training_instance_types
-from airflow_hetero.definition.service_shapes import check, operation_shapes
+from airflow_hetero.definition.raw_request.service_shapes import check, operation_shapes
 from airflow_hetero.local.api.errors import ServiceError, validation
 
 __all__ = ["check_constraints", "constraint_error", "constraint_problems", "service_model", "training_instance_types"]

@@ -26,12 +26,13 @@ from typing import Any
 from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.local.api.constraints import check_constraints
 from airflow_hetero.local.api.errors import ServiceError, not_found, validation
-from airflow_hetero.local.api.request_rules import validate_create
+from airflow_hetero.local.api.validators import validate_create
 from airflow_hetero.local.host.process import EndedProcess, kill_tree, wait_gone
 from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.layout import plan_cluster
 from airflow_hetero.local.training.runner import JobRunner, RunOptions
 from airflow_hetero.local.training.store import TERMINAL, JobExists, JobStore, add_transition, finish
+from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ SHUTDOWN_REASON = (
 )
 _DEFAULTS: dict[str, Any] = {
     "HyperParameters": {},
-    "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+    "StoppingCondition": {"MaxRuntimeInSeconds": DEFAULT_MAX_RUNTIME_SECONDS},
     "EnableNetworkIsolation": False,
     "EnableInterContainerTrafficEncryption": False,
     "EnableManagedSpotTraining": False,

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from airflow_hetero.local.host import resolver
+from airflow_hetero.sagemaker_facts import HOST_ADDRESSES_ENV
 
 INHERIT_DROP = ("SM_", "AWS_", "SAGEMAKER_", "AIRFLOW_HETERO_", "TRAINING_JOB_")
 
@@ -77,7 +78,7 @@ def host_environment(
     paths = (str(resolver_dir),) if container else (str(resolver_dir), str(code_dir))
     env.update(
         {
-            resolver.ADDRESSES_ENV: json.dumps(addresses),
+            HOST_ADDRESSES_ENV: json.dumps(addresses),
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(p for p in (*paths, os.environ.get("PYTHONPATH")) if p),
         }

@@ -28,6 +28,8 @@ import socket
 import sys
 from typing import Any
 
+#: sagemaker_facts.HOST_ADDRESSES_ENV: this file runs inside host processes and imports nothing of the
+#: package, so it keeps its own copy (tests/package/test_sagemaker_facts.py pins the two equal).
 ADDRESSES_ENV = "AIRFLOW_HETERO_HOST_ADDRESSES"
 CURRENT_HOST_ENV = "SM_CURRENT_HOST"
 

@@ -15,12 +15,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from airflow_hetero.runtime import (
+from airflow_hetero.runtime import HOMOGENEOUS_GROUP, decode_hyperparameters, split_hyperparameters
+from airflow_hetero.sagemaker_facts import (
+    CONTAINER_LOG_LEVEL_HP,
     DISTRIBUTION_FLAGS,
     DISTRIBUTION_GROUPS_HP,
-    HOMOGENEOUS_GROUP,
-    decode_hyperparameters,
-    split_hyperparameters,
+    MODEL_PARALLEL_HP,
+    MPI_ENABLED_HP,
+    PROGRAM_HP,
+    SUBMIT_DIRECTORY_HP,
+    TORCH_DISTRIBUTED_ENABLED_HP,
 )
 
 
@@ -77,10 +81,10 @@ def training_env(
     else:
         distribution_hosts = list(resource["hosts"])
     master = distribution_hosts[0] if distribution_hosts else resource["hosts"][0]
-    mp_parameters = format_value(user["mp_parameters"]) if "mp_parameters" in user else None
+    mp_parameters = format_value(user[MODEL_PARALLEL_HP]) if MODEL_PARALLEL_HP in user else None
     input_dir = base_dir / "input"
     output_dir = base_dir / "output"
-    program = sagemaker.get("sagemaker_program")
+    program = sagemaker.get(PROGRAM_HP)
     instance_type = resource.get("current_instance_type", "local")
     return {
         "additional_framework_parameters": framework,
@@ -105,10 +109,10 @@ def training_env(
         "is_smddpmprun_installed": False,
         "is_smddprun_installed": False,
         "job_name": job_name,
-        "log_level": sagemaker.get("sagemaker_container_log_level", 20),
+        "log_level": sagemaker.get(CONTAINER_LOG_LEVEL_HP, 20),
         "master_hostname": master,
         "model_dir": str(base_dir / "model"),
-        "module_dir": str(sagemaker.get("sagemaker_submit_directory", base_dir / "code")),
+        "module_dir": str(sagemaker.get(SUBMIT_DIRECTORY_HP, base_dir / "code")),
         "module_name": _module_name(str(program)),
         "network_interface_name": resource.get("network_interface_name", "eth0"),
         "num_cpus": (os.cpu_count() or 1) if num_cpus is None else num_cpus,
@@ -213,8 +217,8 @@ def launcher_env(env: dict[str, Any], addresses: dict[str, str]) -> dict[str, st
     framework = env["additional_framework_parameters"]
     hosts: list[str] = env["distribution_hosts"]
     current = env["current_host"]
-    torch = bool(framework.get("sagemaker_torch_distributed_enabled"))
-    mpi = bool(framework.get("sagemaker_mpi_enabled"))
+    torch = bool(framework.get(TORCH_DISTRIBUTED_ENABLED_HP))
+    mpi = bool(framework.get(MPI_ENABLED_HP))
     if not (torch or mpi) or current not in hosts:
         return {}
     rank = hosts.index(current)

@@ -21,6 +21,7 @@ from typing import Any
 from airflow_hetero.job.resource_config import channel_group_names
 from airflow_hetero.local.training.layout import Cluster, Host, create_layout, input_data_config
 from airflow_hetero.local.training.transfer import TransferError, download_channel, fetch, safe_extract
+from airflow_hetero.sagemaker_facts import PROGRAM_HP, SUBMIT_DIRECTORY_HP
 
 CONTAINER_ROOT = "/opt/ml/"
 
@@ -69,8 +70,8 @@ def _decoded(raw: dict[str, str], key: str) -> str | None:
 
 def entry_point(hyperparameters: dict[str, str]) -> tuple[str, str]:
     """(program, source tarball URI) from the SDK's ``sagemaker_program``/``sagemaker_submit_directory``."""
-    program = _decoded(hyperparameters, "sagemaker_program")
-    source = _decoded(hyperparameters, "sagemaker_submit_directory")
+    program = _decoded(hyperparameters, PROGRAM_HP)
+    source = _decoded(hyperparameters, SUBMIT_DIRECTORY_HP)
     if not program or not source:
         raise JobFailure(
             "ClientError: The local endpoint runs script-mode training jobs, whose HyperParameters name the "

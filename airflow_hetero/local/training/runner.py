@@ -39,6 +39,7 @@ from airflow_hetero.local.training.store import JobStore, add_transition, finish
 from airflow_hetero.local.training.training_metrics import MetricMatcher
 from airflow_hetero.local.training.transfer import has_files, join_uri, tar_directories, upload
 from airflow_hetero.local.training.utilisation import MetricsSampler
+from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +161,9 @@ class JobRunner:
                 r["TrainingStartTime"] = now
 
             self._update(downloading)
-            max_runtime = (record.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds", 86400)
+            max_runtime = (record.get("StoppingCondition") or {}).get(
+                "MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_SECONDS
+            )
             self._deadline = time.monotonic() + float(max_runtime)
             self._check_interrupt()
             entry = prepare_hosts(

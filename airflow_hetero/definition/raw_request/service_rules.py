@@ -1,11 +1,11 @@
 """The rules SageMaker enforces on a CreateTrainingJob request beyond its shapes (pure, no botocore).
 
-The model (:mod:`airflow_hetero.definition.service_shapes`) states lengths, patterns, enums and
+The model (:mod:`airflow_hetero.definition.raw_request.service_shapes`) states lengths, patterns, enums and
 "at most 5 instance groups"; these are the rules it cannot state: InstanceType/InstanceCount
 exclusive with InstanceGroups, unique group and channel names, channel groups that exist, the
 all-or-nothing channel assignment, metric regular expressions. Each problem carries the request
-path and the service's own message, so request mode (:mod:`airflow_hetero.definition.training_request`)
-and the offline endpoint (``local.api.request_rules``) report the same rule from this one place.
+path and the service's own message, so request mode (:mod:`airflow_hetero.definition.raw_request.training_request`)
+and the offline endpoint (``local.api.validators``) report the same rule from this one place.
 :func:`sdk_problems` adds what the SageMaker Python SDK checks before it sends a request (the
 distribution group of its ``sagemaker_*`` hyperparameters): the service does not, the container does.
 
@@ -19,20 +19,14 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from airflow_hetero.definition.errors import Loc, Problem, format_loc
+from airflow_hetero.definition.errors import Loc, Problem
+from airflow_hetero.sagemaker_facts import DISTRIBUTION_GROUPS_HP
 
-__all__ = ["DISTRIBUTION_GROUPS", "group_names", "sdk_problems", "service_problems"]
-
-#: The SDK v2 hyperparameter naming the instance group its distribution runs on (a JSON list).
-DISTRIBUTION_GROUPS = "sagemaker_distribution_instance_groups"
+__all__ = ["group_names", "sdk_problems", "service_problems"]
 
 
 def _listing(names: list[str]) -> str:
     return "[" + ", ".join(names) + "]"
-
-
-def _problem(path: Loc, msg: str) -> Problem:
-    return Problem(format_loc(path), msg)
 
 
 def _dicts(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -62,20 +56,20 @@ def resource_problems(request: dict[str, Any]) -> list[Problem]:
     """ResourceConfig: groups or type and count, never both; unique group names; counts of at least 1."""
     resource = request.get("ResourceConfig")
     if not isinstance(resource, dict):
-        return [_problem(("ResourceConfig",), "ResourceConfig must be specified.")]
+        return [Problem(("ResourceConfig",), "ResourceConfig must be specified.")]
     groups = resource.get("InstanceGroups")
     if not groups:
         if resource.get("InstanceType") is None or resource.get("InstanceCount") is None:
             msg = "Either InstanceType and InstanceCount or InstanceGroups must be specified"
-            return [_problem(("ResourceConfig",), msg)]
+            return [Problem(("ResourceConfig",), msg)]
         if _count_below_one(resource["InstanceCount"]):
-            return [_problem(("ResourceConfig", "InstanceCount"), "InstanceCount must be at least 1")]
+            return [Problem(("ResourceConfig", "InstanceCount"), "InstanceCount must be at least 1")]
         return []
     out: list[Problem] = []
     for member in ("InstanceType", "InstanceCount"):
         if resource.get(member) is not None:
             msg = "InstanceType or InstanceCount cannot be specified with InstanceGroups"
-            out.append(_problem(("ResourceConfig", member), msg))
+            out.append(Problem(("ResourceConfig", member), msg))
     names = [str(g.get("InstanceGroupName")) for _, g in _dicts(groups)]
     repeated = _duplicates(names)
     for index, group in _dicts(groups):
@@ -83,10 +77,10 @@ def resource_problems(request: dict[str, Any]) -> list[Problem]:
         where: Loc = ("ResourceConfig", "InstanceGroups", index)
         if name in repeated and names.index(name) != index:
             msg = f"Instance group names must be unique within a training job: {_listing(repeated)}"
-            out.append(_problem((*where, "InstanceGroupName"), msg))
+            out.append(Problem((*where, "InstanceGroupName"), msg))
         if _count_below_one(group.get("InstanceCount")):
             msg = f"InstanceCount of instance group {name} must be at least 1"
-            out.append(_problem((*where, "InstanceCount"), msg))
+            out.append(Problem((*where, "InstanceCount"), msg))
     return out
 
 
@@ -110,7 +104,7 @@ def channel_problems(request: dict[str, Any]) -> list[Problem]:
         where: Loc = ("InputDataConfig", index)
         if name in repeated and names.index(name) != index:
             msg = f"Channel names must be unique within a training job: {_listing(repeated)}"
-            out.append(_problem((*where, "ChannelName"), msg))
+            out.append(Problem((*where, "ChannelName"), msg))
         source = _source(channel)
         groups = source.get("InstanceGroupNames") if source is not None else None
         if not groups or not isinstance(groups, list):
@@ -120,7 +114,7 @@ def channel_problems(request: dict[str, Any]) -> list[Problem]:
         at: Loc = (*where, "DataSource", "S3DataSource", "InstanceGroupNames")
         if not known:
             msg = f"InstanceGroupNames in channel {name} can only be specified when ResourceConfig uses InstanceGroups"
-            out.append(_problem(at, msg))
+            out.append(Problem(at, msg))
             continue
         unknown = [str(g) for g in groups if g not in known]
         for position, group in enumerate(groups):
@@ -129,14 +123,14 @@ def channel_problems(request: dict[str, Any]) -> list[Problem]:
                     f"Instance groups {_listing(unknown)} assigned to channel {name} are not defined in "
                     f"ResourceConfig.InstanceGroups {_listing(known)}"
                 )
-                out.append(_problem((*at, position), msg))
+                out.append(Problem((*at, position), msg))
                 break  # one problem per channel, at its first unknown group, as the service words it
     if assigned and unassigned:
         msg = (
             f"Some channels have assigned instance groups: {_listing(assigned)} "
             f"while others not: {_listing(unassigned)}"
         )
-        out.append(_problem(("InputDataConfig",), msg))
+        out.append(Problem(("InputDataConfig",), msg))
     return out
 
 
@@ -153,7 +147,7 @@ def metric_problems(request: dict[str, Any]) -> list[Problem]:
             re.compile(regex)
         except re.error as exc:
             msg = f"MetricDefinitions: the regular expression of metric {definition.get('Name')} is not valid: {exc}"
-            out.append(_problem(("AlgorithmSpecification", "MetricDefinitions", index, "Regex"), msg))
+            out.append(Problem(("AlgorithmSpecification", "MetricDefinitions", index, "Regex"), msg))
     return out
 
 
@@ -161,7 +155,7 @@ def service_problems(request: dict[str, Any]) -> list[Problem]:
     """Every rule the service enforces beyond the model's shapes, in the request's order."""
     out: list[Problem] = []
     if not request.get("AlgorithmSpecification"):
-        out.append(_problem(("AlgorithmSpecification",), "AlgorithmSpecification must be specified."))
+        out.append(Problem(("AlgorithmSpecification",), "AlgorithmSpecification must be specified."))
     out += resource_problems(request)
     out += channel_problems(request)
     out += metric_problems(request)
@@ -171,19 +165,19 @@ def service_problems(request: dict[str, Any]) -> list[Problem]:
 def sdk_problems(request: dict[str, Any]) -> list[Problem]:
     """The SDK's distribution rule: its distribution group hyperparameter names one existing group."""
     hyperparameters = request.get("HyperParameters")
-    raw = hyperparameters.get(DISTRIBUTION_GROUPS) if isinstance(hyperparameters, dict) else None
+    raw = hyperparameters.get(DISTRIBUTION_GROUPS_HP) if isinstance(hyperparameters, dict) else None
     if not isinstance(raw, str):
         return []
-    where: Loc = ("HyperParameters", DISTRIBUTION_GROUPS)
+    where: Loc = ("HyperParameters", DISTRIBUTION_GROUPS_HP)
     try:
         groups = json.loads(raw)
     except ValueError:
         groups = None
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        return [_problem(where, f"must be a JSON list of instance group names, e.g. '[\"dnn_group\"]' (got {raw!r})")]
+        return [Problem(where, f"must be a JSON list of instance group names, e.g. '[\"dnn_group\"]' (got {raw!r})")]
     if len(groups) != 1:
-        return [_problem(where, f"the distribution may name only one instance group (got {len(groups)}: {raw})")]
+        return [Problem(where, f"the distribution may name only one instance group (got {len(groups)}: {raw})")]
     known = group_names(request)
     if groups[0] not in known:
-        return [_problem(where, f"'{groups[0]}' is not one of the job's instance groups {_listing(known)}")]
+        return [Problem(where, f"'{groups[0]}' is not one of the job's instance groups {_listing(known)}")]
     return []

@@ -3,10 +3,10 @@
 What it takes: the Amazon provider's ``SageMakerTrainingOperator`` ``config``, the JSON of
 ``aws sagemaker create-training-job --cli-input-json`` (the operation's input, nothing else) and
 the request the SageMaker Python SDK v3 sends; the provider's ``S3Operations`` and a role name as
-``RoleArn`` are taken as the provider takes them (:mod:`~airflow_hetero.definition.provider_config`).
-It is checked with botocore's shape rules (:mod:`~airflow_hetero.definition.service_shapes`) and
+``RoleArn`` are taken as the provider takes them (:mod:`~airflow_hetero.definition.raw_request.provider_config`).
+It is checked with botocore's shape rules (:mod:`~airflow_hetero.definition.raw_request.service_shapes`) and
 the service's heterogeneous rules
-(:mod:`~airflow_hetero.definition.request_rules`); every problem is reported at once, by its
+(:mod:`~airflow_hetero.definition.raw_request.service_rules`); every problem is reported at once, by its
 request path, as a :class:`~airflow_hetero.definition.errors.JobDefinitionError`.
 
 The job name is the task's: a ``TrainingJobName`` in the request is replaced by the name derived
@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from airflow_hetero.definition import naming, request_rules
-from airflow_hetero.definition.errors import JobDefinitionError, Problem
-from airflow_hetero.definition.provider_config import ProviderSteps, take_provider_steps
+from airflow_hetero.definition import naming
+from airflow_hetero.definition.errors import JobDefinitionError, Problem, unique
+from airflow_hetero.definition.raw_request import service_rules
+from airflow_hetero.definition.raw_request.provider_config import ProviderSteps, take_provider_steps
 
 __all__ = ["TITLE", "TrainingRequest", "check_request", "is_request_document", "load_request"]
 
@@ -30,6 +31,8 @@ TITLE = "invalid CreateTrainingJob request"
 OPERATION = "CreateTrainingJob"
 #: A valid name the shape check sees in place of the task's own (which is only known when it runs).
 _STAND_IN = "request-mode"
+
+
 class TrainingRequest:
     """A checked CreateTrainingJob request without its name; :meth:`build` names it.
 
@@ -87,7 +90,7 @@ def is_request_document(data: Mapping[str, Any]) -> bool:
 
 def check_request(data: Mapping[str, Any]) -> tuple[TrainingRequest, list[Problem]]:
     """The request (rendered numbers converted, no name, the provider's steps taken out) and every problem."""
-    from airflow_hetero.definition.service_shapes import check, operation_shapes
+    from airflow_hetero.definition.raw_request.service_shapes import check, operation_shapes
 
     rest = dict(data)
     given = rest.pop("TrainingJobName", None)
@@ -99,9 +102,9 @@ def check_request(data: Mapping[str, Any]) -> tuple[TrainingRequest, list[Proble
     problems += [p.problem() for p in found]
     request = converted if isinstance(converted, dict) else rest
     request.pop("TrainingJobName", None)
-    problems += request_rules.service_problems(request)
-    problems += request_rules.sdk_problems(request)
-    return TrainingRequest(request, given or None, steps), _unique(problems)
+    problems += service_rules.service_problems(request)
+    problems += service_rules.sdk_problems(request)
+    return TrainingRequest(request, given or None, steps), unique(problems)
 
 
 def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest) -> TrainingRequest:
@@ -109,20 +112,10 @@ def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest) -> Tr
     if isinstance(source, TrainingRequest):
         return source
     if not isinstance(source, Mapping):
-        from airflow_hetero.definition.job import read_definition_file
+        from airflow_hetero.definition.input_file import read_definition_file
 
         source = read_definition_file(Path(source))
     checked, problems = check_request(source)
     if problems:
         raise JobDefinitionError(problems, TITLE)
     return checked
-
-
-def _unique(problems: list[Problem]) -> list[Problem]:
-    seen: set[tuple[str, str]] = set()
-    out: list[Problem] = []
-    for problem in problems:
-        if (problem.loc, problem.msg) not in seen:
-            seen.add((problem.loc, problem.msg))
-            out.append(problem)
-    return out

@@ -1,9 +1,11 @@
-"""CreateTrainingJob request rules: what SageMaker refuses, refused here with its codes and messages.
+"""The endpoint's CreateTrainingJob validators: what SageMaker refuses, and this endpoint's own limits.
+
+SageMaker's refusals come with its codes and messages.
 
 Model constraints (lengths, patterns, enums, at most 5 instance groups) come from botocore's model
 (:mod:`.constraints`); the rules the model cannot express (InstanceType next to InstanceGroups,
 channel group references, the all-or-nothing channel rule) from the one place request mode reads
-them too, :mod:`airflow_hetero.definition.request_rules`. A few requests
+them too, :mod:`airflow_hetero.definition.raw_request.service_rules`. A few requests
 the real service accepts but this endpoint cannot run (Pipe mode, non-S3 data) are refused with a
 message that says so, instead of failing later in a confusing way.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_hetero.definition.request_rules import service_problems
+from airflow_hetero.definition.raw_request.service_rules import service_problems
 from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.local.api.constraints import check_constraints
 from airflow_hetero.local.api.errors import validation

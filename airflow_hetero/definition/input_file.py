@@ -1,6 +1,8 @@
-"""Bounds on a definition file before it is parsed: size, nodes after alias expansion, depth, integers.
+"""Reading a definition or request file: YAML or JSON, within bounds, into a mapping (both forms use it).
 
-A definition file may come from anyone who can write to the DAG folder or pass a path to the CLI.
+:func:`read_definition_file` parses a file with readable errors (duplicate keys refused, syntax
+errors by line and column) and bounds it first: size, nodes after alias expansion, depth, integers.
+A file may come from anyone who can write to the DAG folder or pass a path to the CLI.
 Without bounds a 926-byte YAML file of nested anchors expands to billions of nodes, a 61 MB file
 takes minutes, 500 levels of nesting exhaust the recursion limit and a 5,000-digit integer hits
 Python's int conversion limit, each ending in a traceback or worse. Each check here runs before the
@@ -18,12 +20,15 @@ environment variables). No Airflow, boto3 or botocore here.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
+
+from airflow_hetero.definition.errors import JobDefinitionError, Problem
 
 ENV_PREFIX = "AIRFLOW_HETERO_MAX_DEFINITION_"
 _INT_TAG = "tag:yaml.org,2002:int"
@@ -209,3 +214,107 @@ def bounded_int(limits: InputLimits) -> Callable[[str], int]:
         return int(text)
 
     return parse
+
+
+def read_definition_file(path: Path, limits: InputLimits | None = None) -> dict[str, Any]:
+    """Parse a YAML or JSON file (a definition or a request) into a mapping, with readable errors.
+
+    ``limits`` (default: :meth:`InputLimits.from_env`) bound size, values after alias expansion,
+    nesting and integer digits before each costly step (:class:`InputLimits`).
+    """
+    where = str(path)
+    if limits is None:
+        try:
+            limits = InputLimits.from_env()
+        except ValueError as err:  # a bad AIRFLOW_HETERO_MAX_DEFINITION_* value
+            raise JobDefinitionError([Problem(where, str(err))], "cannot read definition") from None
+    try:
+        data = _parse_bounded(path, limits)
+    except InputLimitError as err:
+        raise JobDefinitionError([Problem(where, f"too large: {err}")], "definition too large") from None
+    if data is None:
+        raise JobDefinitionError([Problem(where, "file is empty")], "cannot parse definition")
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise JobDefinitionError(
+            [Problem(where, f"top level must be a mapping of fields, not a {kind}")], "cannot parse definition"
+        )
+    return data
+
+
+def _parse_bounded(path: Path, limits: InputLimits) -> Any:
+    """The parsed file; JobDefinitionError when unreadable or malformed, InputLimitError past a limit."""
+    import yaml
+
+    where = str(path)
+    try:
+        text = read_bounded(path, limits)
+    except FileNotFoundError:
+        raise JobDefinitionError([Problem(where, "file not found")], "cannot read definition") from None
+    except IsADirectoryError:
+        raise JobDefinitionError([Problem(where, "is a directory, not a file")], "cannot read definition") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise JobDefinitionError([Problem(where, f"cannot be read: {err}")], "cannot read definition") from None
+    try:
+        if path.suffix.lower() == ".json":
+            scan_json(text, limits)
+            return json.loads(text, object_pairs_hook=_unique_json_keys, parse_int=bounded_int(limits))
+        scan_yaml(text, limits)
+        loader = _unique_keys_loader()(text)  # a SafeLoader subclass
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            check_node_graph(node, limits)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, json.JSONDecodeError, _DuplicateKeyError) as err:
+        detail = _syntax_detail(err)
+        raise JobDefinitionError([Problem(where, f"syntax error: {detail}")], "cannot parse definition") from None
+
+
+class _DuplicateKeyError(ValueError):
+    """A key given twice in one mapping: the first value would be silently lost."""
+
+
+def _unique_json_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKeyError(f"duplicate key '{key}' (the first value would be silently lost)")
+        seen[key] = value
+    return seen
+
+
+def _unique_keys_loader() -> type[Any]:
+    """PyYAML's SafeLoader, refusing duplicate keys instead of keeping the last one."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key '{key}' (the first value would be silently lost)",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+def _syntax_detail(err: Exception) -> str:
+    """``line 3, column 5: found unexpected end of stream`` for YAML and JSON errors."""
+    mark = getattr(err, "problem_mark", None)
+    if mark is not None:
+        problem = getattr(err, "problem", None) or str(err)
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    if isinstance(err, json.JSONDecodeError):
+        return f"line {err.lineno}, column {err.colno}: {err.msg}"
+    return " ".join(str(err).split())

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_hetero.definition.errors import Loc, Problem, format_loc
+from airflow_hetero.definition.errors import Loc, Problem
 
 __all__ = ["OperationShapes", "ShapeProblem", "check", "operation_shapes"]
 
@@ -77,7 +77,7 @@ class ShapeProblem:
 
     def problem(self) -> Problem:
         """As a definition problem: ``InputDataConfig[1].ChannelName: <our message>``."""
-        return Problem(format_loc(self.path), self.msg)
+        return Problem(self.path, self.msg)
 
     def service_message(self) -> str:
         """SageMaker's wording: ``Value 'x' at 'trainingJobName' failed to satisfy constraint: ...``."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from airflow_hetero.local.api.errors import ServiceError
-from airflow_hetero.local.api.request_rules import validate_create
+from airflow_hetero.local.api.validators import validate_create
 
 
 def _request(**changes: object) -> dict[str, object]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_hetero.definition import distribution, images, instance_types, naming, source
 from airflow_hetero.definition.errors import JobDefinitionError, Problem
 from airflow_hetero.definition.hyperparameters import sdk_hyperparameters
+from airflow_hetero.definition.roles import is_role_name, role_problem
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.job import HeteroTrainingJob
@@ -54,10 +55,14 @@ AUTO_CONTAINER_VERSIONS = {
 METRICS_TIME_SERIES_FROM = {"pytorch": (1, 3), "tensorflow": (1, 15)}
 
 
-def build_training_request(job: HeteroTrainingJob, *, job_name: str, region: str) -> dict[str, Any]:
+def build_training_request(
+    job: HeteroTrainingJob, *, job_name: str, region: str, role_arn: str | None = None
+) -> dict[str, Any]:
     """The ``CreateTrainingJob`` keyword arguments for ``job`` submitted as ``job_name`` in ``region``.
 
-    One function per member of the request; an optional member is left out when it is ``None``.
+    ``role_arn``: the ARN a role *name* as the definition's ``role`` expands to (required then: a
+    name is never sent as ``RoleArn``; the operator expands it with IAM ``GetRole``). One function
+    per member of the request; an optional member is left out when it is ``None``.
     """
     problem = naming.check_job_name(job_name)
     if problem:
@@ -68,7 +73,7 @@ def build_training_request(job: HeteroTrainingJob, *, job_name: str, region: str
         "TrainingJobName": job_name,
         "StoppingCondition": stopping_condition(job),
         "ResourceConfig": resource_config(job),
-        "RoleArn": job.role,
+        "RoleArn": role_arn_of(job, role_arn),
     }
     optional: dict[str, Any] = {
         "InputDataConfig": input_data_config(job, job_name) or None,
@@ -86,6 +91,20 @@ def build_training_request(job: HeteroTrainingJob, *, job_name: str, region: str
     }
     request.update((member, value) for member, value in optional.items() if value is not None)
     return request
+
+
+def role_arn_of(job: HeteroTrainingJob, role_arn: str | None) -> str:
+    """``RoleArn``: the definition's role ARN, or the ARN its role name expanded to (``role_arn``)."""
+    if not is_role_name(job.role):
+        return job.role
+    if role_arn is None or role_problem(role_arn) is not None:
+        given = "" if role_arn is None else f" (role_arn={role_arn!r} is not a role ARN)"
+        msg = (
+            f"'{job.role}' is a role name, not an ARN, and RoleArn must be an ARN{given}: pass role_arn= "
+            "(the role's ARN, as IAM GetRole returns it) or give role as arn:aws:iam::<account>:role/<name>"
+        )
+        raise JobDefinitionError([Problem("role", msg)], "role name not expanded")
+    return role_arn
 
 
 def algorithm_specification(job: HeteroTrainingJob, region: str) -> dict[str, Any]:

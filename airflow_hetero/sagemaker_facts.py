@@ -1,0 +1,64 @@
+"""SageMaker's constants, stated once: defaults, limits and the SDK's hyperparameter names (stdlib only).
+
+definition/, job/ and local/ read them from here; the module sits on the bottom floor and imports
+nothing, so every part can. Two copies stay, each pinned equal by a test
+(``tests/package/test_sagemaker_facts.py``): ``runtime`` ships alone into training containers and
+the host-name resolver (``local/host/resolver.py``) runs inside host processes, so neither imports
+the package.
+"""
+
+from __future__ import annotations
+
+#: MaxRuntimeInSeconds when a request or definition gives none (the SDK's and the service's default).
+DEFAULT_MAX_RUNTIME_SECONDS = 86400
+#: Instance groups per heterogeneous job (botocore's ``InstanceGroups`` max).
+MAX_INSTANCE_GROUPS = 5
+#: The package's own variable in a (local) host: host name -> address, as JSON.
+HOST_ADDRESSES_ENV = "AIRFLOW_HETERO_HOST_ADDRESSES"
+
+# The hyperparameters the SageMaker Python SDK v2 adds in script mode (Framework._hyperparameters).
+PROGRAM_HP = "sagemaker_program"
+SUBMIT_DIRECTORY_HP = "sagemaker_submit_directory"
+CONTAINER_LOG_LEVEL_HP = "sagemaker_container_log_level"
+JOB_NAME_HP = "sagemaker_job_name"
+REGION_HP = "sagemaker_region"
+SCRIPT_MODE_HPS = (SUBMIT_DIRECTORY_HP, PROGRAM_HP, CONTAINER_LOG_LEVEL_HP, JOB_NAME_HP, REGION_HP)
+
+# ... and for a distribution (Framework._distribution_configuration, PyTorch's own).
+#: The instance group the distribution runs on, a JSON list of one name.
+DISTRIBUTION_GROUPS_HP = "sagemaker_distribution_instance_groups"
+INSTANCE_TYPE_HP = "sagemaker_instance_type"
+MPI_ENABLED_HP = "sagemaker_mpi_enabled"
+MPI_PROCESSES_PER_HOST_HP = "sagemaker_mpi_num_of_processes_per_host"
+MPI_CUSTOM_OPTIONS_HP = "sagemaker_mpi_custom_mpi_options"
+PARAMETER_SERVER_ENABLED_HP = "sagemaker_parameter_server_enabled"
+DATAPARALLEL_ENABLED_HP = "sagemaker_distributed_dataparallel_enabled"
+DATAPARALLEL_CUSTOM_OPTIONS_HP = "sagemaker_distributed_dataparallel_custom_mpi_options"
+PYTORCH_DDP_ENABLED_HP = "sagemaker_pytorch_ddp_enabled"
+PYTORCH_XLA_ENABLED_HP = "sagemaker_pytorch_xla_multi_worker_enabled"
+MULTI_WORKER_MIRRORED_ENABLED_HP = "sagemaker_multi_worker_mirrored_strategy_enabled"
+TORCH_DISTRIBUTED_ENABLED_HP = "sagemaker_torch_distributed_enabled"
+MODEL_PARALLEL_HP = "mp_parameters"
+#: The switches that launch a distribution (the training toolkit checks these, in this order).
+DISTRIBUTION_FLAGS = (
+    MPI_ENABLED_HP,
+    PARAMETER_SERVER_ENABLED_HP,
+    DATAPARALLEL_ENABLED_HP,
+    PYTORCH_DDP_ENABLED_HP,
+    PYTORCH_XLA_ENABLED_HP,
+    MULTI_WORKER_MIRRORED_ENABLED_HP,
+    TORCH_DISTRIBUTED_ENABLED_HP,
+)
+#: Every hyperparameter the SDK sets itself: a definition may not set them.
+SDK_HYPERPARAMETERS = frozenset(
+    {
+        *SCRIPT_MODE_HPS,
+        *DISTRIBUTION_FLAGS,
+        DISTRIBUTION_GROUPS_HP,
+        INSTANCE_TYPE_HP,
+        MPI_PROCESSES_PER_HOST_HP,
+        MPI_CUSTOM_OPTIONS_HP,
+        DATAPARALLEL_CUSTOM_OPTIONS_HP,
+        MODEL_PARALLEL_HP,
+    }
+)
