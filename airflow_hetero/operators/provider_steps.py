@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_hetero._compat import AirflowFailException
 from airflow_hetero._retry import error_code, is_transient
-from airflow_hetero.definition.provider_config import S3_OPERATIONS
+from airflow_hetero.definition.raw_request.provider_config import S3_OPERATIONS
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.raw_request.provider_config import ProviderSteps, S3Upload

@@ -2,7 +2,7 @@
 
 * ``job`` is a :class:`~airflow_hetero.definition.job.HeteroTrainingJob`, a dict, or a YAML/JSON file path
   relative to the DAG file; or ``request`` is a CreateTrainingJob request in the same forms (request mode,
-  :mod:`~airflow_hetero.definition.training_request`). Every string in it may use Jinja. It is rendered with
+  :mod:`~airflow_hetero.definition.raw_request.training_request`). Every string in it may use Jinja. It is rendered with
   the other template fields (a file becomes its rendered dict, so Rendered Templates shows it) and
   validated right then: a template or definition error fails the task without retries.
 * The job name is derived from ``base_job_name`` and a stable hash of dag_id, task_id, run_id and
