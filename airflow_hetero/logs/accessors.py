@@ -22,13 +22,10 @@ if TYPE_CHECKING:
         CostHeadline,
         Devices,
         ErrorSampleEntry,
-        GroupSummary,
         LogSummary,
         MetricSummary,
         Series,
-        SkeletonGroup,
         Truncated,
-        UnmappedSection,
         Utilization,
         Verdict,
         VerdictHeadline,
@@ -91,7 +88,6 @@ def _shape(required: Mapping[str, Check], optional: Mapping[str, Check] | None =
 def _without(key: str, check: Check) -> Check:
     """``check``, for a headline: the ``@final`` shape that tells itself from the whole by ``key``'s absence."""
     return lambda value: isinstance(value, dict) and key not in value and check(value)
-
 
 
 _EFFECT = _shape(
@@ -257,18 +253,6 @@ def _is_cost_headline(value: object) -> TypeGuard[CostHeadline]:
     return _COST_HEADLINE(value)
 
 
-def _is_group(value: object) -> TypeGuard[GroupSummary]:
-    return _GROUP(value)
-
-
-def _is_skeleton_group(value: object) -> TypeGuard[SkeletonGroup]:
-    return _SKELETON_GROUP(value)
-
-
-def _is_unmapped(value: object) -> TypeGuard[UnmappedSection]:
-    return _UNMAPPED(value)
-
-
 def _is_utilization(value: object) -> TypeGuard[Utilization]:
     return _UTILIZATION(value)
 
@@ -310,21 +294,25 @@ def cost_of(summary: Mapping[str, object]) -> Cost | CostHeadline | None:
     return None
 
 
-def groups_of(summary: Mapping[str, object]) -> dict[str, GroupSummary | SkeletonGroup]:
-    """The instance groups: whole ones, or a skeleton's (instance count and errors); a group of
-    neither shape is left out ({} without groups)."""
+def groups_of(summary: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+    """The instance groups by name, each as the mapping it is ({} without groups).
+
+    A group is a :class:`~airflow_hetero.logs.shape.GroupSummary`, a skeleton's
+    :class:`~airflow_hetero.logs.shape.SkeletonGroup` or an older version's: read its parts with
+    the accessors below (:func:`utilization_of`, :func:`series_of`, ...), so that a group missing
+    one part still shows the others.
+    """
     groups = summary.get("groups")
     if not isinstance(groups, dict):
         return {}
-    return {
-        str(name): group for name, group in groups.items() if _is_group(group) or _is_skeleton_group(group)
-    }
+    return {str(name): group for name, group in groups.items() if isinstance(group, dict)}
 
 
-def unmapped_of(summary: Mapping[str, object]) -> UnmappedSection | None:
-    """The hosts no evidence maps to a group, with their logs; None when there are none (or a skeleton)."""
+def unmapped_of(summary: Mapping[str, object]) -> Mapping[str, object] | None:
+    """The hosts no evidence maps to a group, with their logs (an
+    :class:`~airflow_hetero.logs.shape.UnmappedSection`, read like a group); None when there are none."""
     unmapped = summary.get("unmapped")
-    return unmapped if _is_unmapped(unmapped) else None
+    return unmapped if isinstance(unmapped, dict) and unmapped else None
 
 
 def is_skeleton(summary: Mapping[str, object]) -> bool:

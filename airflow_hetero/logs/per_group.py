@@ -31,7 +31,6 @@ from airflow_hetero.logs.shape import (
     TimelineStep,
     UnmappedSection,
     Utilization,
-    UtilizationStat,
 )
 from airflow_hetero.logs.streams import (
     ErrorSample,

@@ -166,10 +166,9 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
     if share is not None and seconds is not None:
         entry["waiting_instance_seconds"] = round(float(seconds) * share, 1)
     memory = util.get("memory") if util else None
-    for key, value in (("memory", memory.get("avg") if memory else None), ("disk", None)):
-        if value is None and key == "disk":  # not in the utilisation table: from the series
-            seen = [v for v in _series_values(group.get("series"), "disk") if v is not None]
-            value = sum(seen) / len(seen) if seen else None
+    disk = [v for v in _series_values(group.get("series"), "disk") if v is not None]  # not in the table
+    pressure = {"memory": memory.get("avg") if memory else None, "disk": sum(disk) / len(disk) if disk else None}
+    for key, value in pressure.items():
         if value is not None:
             entry[f"{key}_percent"] = round(float(value), 1)
     return entry
@@ -346,7 +345,8 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
         lines.append(
             f"  {name}: "
             + (
-                f"{_NAMES.get(g.get('resource') or '', '?')} {_fmt(busy)}% busy (peak {_fmt(g.get('peak_percent') or 0)}%), "
+                f"{_NAMES.get(g.get('resource') or '', '?')} {_fmt(busy)}% busy "
+                f"(peak {_fmt(g.get('peak_percent') or 0)}%), "
                 if busy is not None
                 else "no datapoints, "
             )
