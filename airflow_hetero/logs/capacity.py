@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.logs.shape import UTILIZATION_METRICS
-
 if TYPE_CHECKING:
     from airflow_hetero.logs.shape import Series, SeriesLine, Utilization, UtilizationStat
 
@@ -127,6 +125,8 @@ def _divided(value: Any, devices: int | None) -> Any:
 def per_device_utilization(utilization: Utilization | None, cap: Capacity) -> Utilization | None:
     """SageMaker's figures (:func:`airflow_hetero.logs.per_group.aggregate_utilization`) per device, each
     stat with its ``unit``; the one place the summary divides."""
+    from airflow_hetero.logs.shape import UTILIZATION_METRICS  # when a summary is built, not at DAG parse
+
     if utilization is None:
         return None
     out = utilization.copy()
@@ -147,6 +147,8 @@ def _stat_per_device(stat: UtilizationStat, devices: int | None, unit: str) -> U
 def per_device_series(series: Series | None, cap: Capacity) -> Series | None:
     """A group's series (:func:`airflow_hetero.logs.series.group_series`) in the same units as its
     utilisation."""
+    from airflow_hetero.logs.shape import UTILIZATION_METRICS  # when a summary is built, not at DAG parse
+
     if series is None:
         return None
     out = series.copy()

@@ -310,7 +310,10 @@ def _fewer_effect(
 
 def _compact(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, GroupVerdict]:
     """Leave out a group's empty fields (None, ``over_provisioned: false``, the note already in
-    ``notes``): the verdict travels inside the size-bounded summary."""
+    ``notes``): the verdict travels inside the size-bounded summary.
+
+    The cast names what :func:`_assess` built in this module (a builder, not a reader: the keys of
+    a TypedDict cannot be filtered by a computed name without one)."""
     return {
         name: cast(
             "GroupVerdict",
