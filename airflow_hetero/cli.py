@@ -18,13 +18,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from airflow_hetero.definition.errors import JobDefinitionError
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.submittable import Submittable
-    from airflow_hetero.logs.shape import LogSummary
 
 EXIT_INVALID = 2
 EXIT_AWS_ERROR = 1
@@ -219,9 +218,8 @@ def _summarize(args: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from airflow_hetero.logs.report import format_report
     from airflow_hetero.logs.summarize import summarize_training_job
-    from airflow_hetero.logs.table import format_table
-    from airflow_hetero.logs.verdict import format_verdict
     from airflow_hetero.pricing.lookup import training_prices
     from airflow_hetero.pricing.price_list import pricing_api_region
 
@@ -255,10 +253,7 @@ def _summarize(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True, default=str))
         return 0
-    print(format_table(summary))
-    verdict = cast("LogSummary", summary).get("verdict")  # a skeleton (the size bound's last resort) has none
-    if verdict is not None:
-        print(format_verdict(verdict))
+    print(format_report(summary))
     return 0
 
 

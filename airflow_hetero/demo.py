@@ -25,7 +25,6 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -305,22 +304,12 @@ def print_summary(term: Terminal, dag_run: Any) -> None:
         (ti.xcom_pull(task_ids="summarize") for ti in dag_run.get_task_instances() if ti.task_id == "summarize"),
         None,
     )
-    if not summary:
+    if not summary or not isinstance(summary, dict):
         return
-    from airflow_hetero.logs.table import TABLE_WIDTH, format_table
-    from airflow_hetero.logs.verdict import format_verdict
+    from airflow_hetero.logs.report import format_report
 
     term.step("per-group summary")
-    term.say(format_table(summary))
-    if summary.get("verdict"):
-        lines = format_verdict(summary["verdict"]).splitlines()
-        term.say("\n".join(wrapped(line, TABLE_WIDTH) for line in lines))
-
-
-def wrapped(line: str, width: int) -> str:
-    """``line`` within ``width`` columns, continuations indented two more than it."""
-    indent = " " * (len(line) - len(line.lstrip()))
-    return "\n".join(textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_on_hyphens=False))
+    term.say(format_report(summary))
 
 
 def log_size(term: Terminal) -> int:

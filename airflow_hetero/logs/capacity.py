@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_hetero.logs.shape import Series, Utilization
+    from airflow_hetero.logs.shape import Series, SeriesLine, Utilization, UtilizationStat
 
 _TYPE = re.compile(r"^ml\.(?P<family>[a-z][a-z0-9-]*)\.(?P<size>[a-z0-9-]+)$")
 _SIZE = re.compile(r"^(?P<n>\d*)xlarge$")
@@ -101,7 +101,9 @@ _WHOLE = {"memory": "% of memory", "disk": "% of disk"}
 
 def devices_of(key: str, cap: Capacity) -> int | None:
     """The count ``key``'s figure is divided by: its devices, 1 for memory and disk, None when unknown."""
-    return cast("int | None", getattr(cap, SUMMED[key][0])) if key in SUMMED else 1
+    if key not in SUMMED:
+        return 1
+    return cap.cpus if SUMMED[key][0] == "cpus" else cap.gpus
 
 
 def unit_of(key: str, cap: Capacity) -> str:
@@ -123,30 +125,40 @@ def _divided(value: Any, devices: int | None) -> Any:
 def per_device_utilization(utilization: Utilization | None, cap: Capacity) -> Utilization | None:
     """SageMaker's figures (:func:`airflow_hetero.logs.per_group.aggregate_utilization`) per device, each
     stat with its ``unit``; the one place the summary divides."""
+    from airflow_hetero.logs.shape import UTILIZATION_METRICS  # when a summary is built, not at DAG parse
+
     if utilization is None:
         return None
-    out: dict[str, Any] = {}
-    for key, stat in cast("Mapping[str, Mapping[str, Any] | None]", utilization).items():
-        if stat is None:
-            out[key] = None
-            continue
-        devices = devices_of(key, cap)
-        entry: dict[str, Any] = {**stat}
-        entry.update(avg=_divided(entry.get("avg"), devices), max=_divided(entry.get("max"), devices))
-        entry["unit"] = unit_of(key, cap)
-        out[key] = entry
-    return cast("Utilization", out)
+    out = utilization.copy()
+    for key in UTILIZATION_METRICS.values():
+        stat = utilization[key]
+        if stat is not None:
+            out[key] = _stat_per_device(stat, devices_of(key, cap), unit_of(key, cap))
+    return out
+
+
+def _stat_per_device(stat: UtilizationStat, devices: int | None, unit: str) -> UtilizationStat:
+    entry = stat.copy()
+    entry["avg"], entry["max"] = _divided(stat["avg"], devices), _divided(stat["max"], devices)
+    entry["unit"] = unit
+    return entry
 
 
 def per_device_series(series: Series | None, cap: Capacity) -> Series | None:
     """A group's series (:func:`airflow_hetero.logs.series.group_series`) in the same units as its
     utilisation."""
+    from airflow_hetero.logs.shape import UTILIZATION_METRICS  # when a summary is built, not at DAG parse
+
     if series is None:
         return None
-    out = cast("dict[str, Any]", dict(series))
-    for key in SUMMED:
-        line = out.get(key)
+    out = series.copy()
+    for key in UTILIZATION_METRICS.values():
+        line = series.get(key)
         devices = devices_of(key, cap)
-        if line and devices:
-            out[key] = {part: [_divided(v, devices) for v in values] for part, values in line.items()}
-    return cast("Series", out)
+        if line and devices and key in SUMMED:
+            divided: SeriesLine = {
+                "avg": [_divided(v, devices) for v in line["avg"]],
+                "max": [_divided(v, devices) for v in line["max"]],
+            }
+            out[key] = divided
+    return out

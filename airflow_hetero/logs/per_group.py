@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from airflow_hetero.job.resource_config import GroupSpec, instance_groups
 from airflow_hetero.logs.capacity import Capacity, capacity_of, per_device_series, per_device_utilization
@@ -31,7 +31,6 @@ from airflow_hetero.logs.shape import (
     TimelineStep,
     UnmappedSection,
     Utilization,
-    UtilizationStat,
 )
 from airflow_hetero.logs.streams import (
     ErrorSample,
@@ -165,7 +164,7 @@ def aggregate_utilization(
     per-period maximum. Values are SageMaker's (percent summed over the instance's CPUs or GPUs).
     A metric without datapoints is None.
     """
-    result: dict[str, UtilizationStat | None] = {}
+    result: Utilization = {"cpu": None, "memory": None, "gpu": None, "gpu_memory": None}
     host_list = list(hosts)
     for metric, key in UTILIZATION_METRICS.items():
         total, count, peak, with_data = 0.0, 0, -math.inf, 0
@@ -193,7 +192,7 @@ def aggregate_utilization(
             if with_data
             else None
         )
-    return cast(Utilization, result)  # its keys are UTILIZATION_METRICS' values
+    return result
 
 
 def _sample_dict(sample: ErrorSample) -> ErrorSampleEntry:

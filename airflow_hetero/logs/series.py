@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
 
-from airflow_hetero.logs.shape import UTILIZATION_METRICS, Datapoint, Series
+from airflow_hetero.logs.shape import UTILIZATION_METRICS, Datapoint, Series, SeriesKey, SeriesLine
 from airflow_hetero.logs.text import iso
 
 #: Everything SageMaker publishes per training host: CloudWatch metric name -> series key.
-SERIES_METRICS: dict[str, str] = {**UTILIZATION_METRICS, "DiskUtilization": "disk"}
+SERIES_METRICS: dict[str, SeriesKey] = {**UTILIZATION_METRICS, "DiskUtilization": "disk"}
 #: Points per series by default: one every 1-2 % of the training window.
 DEFAULT_SERIES_POINTS = 60
 #: Fewest points a series is cut to before it is dropped (see :func:`halve`).
@@ -54,7 +53,7 @@ def group_series(
     if points < 1:
         raise ValueError(f"points must be at least 1, got {points}")
     host_list = list(hosts)
-    samples: dict[str, list[Datapoint]] = {}
+    samples: dict[SeriesKey, list[Datapoint]] = {}
     for metric, key in SERIES_METRICS.items():
         found = [p for host in host_list for p in datapoints.get(host, {}).get(metric, ())]
         if found:
@@ -67,7 +66,7 @@ def group_series(
     span = max(end - start, 1.0)
     step = max(math.ceil(span / points), period, 1)
     count = max(1, min(points, math.ceil(span / step)))
-    out: dict[str, Any] = {
+    out: Series = {
         "start": iso(start * 1000),
         "start_epoch": float(start),
         "step_seconds": step,
@@ -90,7 +89,7 @@ def group_series(
             "avg": [_value(sums[i] / seen[i]) if seen[i] else None for i in range(count)],
             "max": [_value(top) for top in tops],
         }
-    return cast(Series, out)  # the metric keys are SERIES_METRICS' values
+    return out
 
 
 def halve(series: Series) -> Series:
@@ -99,9 +98,10 @@ def halve(series: Series) -> Series:
     if count <= 1:
         return series
     merged = (count + 1) // 2
-    out: dict[str, Any] = {**series, "step_seconds": int(series["step_seconds"]) * 2, "points": merged}
+    out = series.copy()
+    out["step_seconds"], out["points"] = int(series["step_seconds"]) * 2, merged
     for key in SERIES_METRICS.values():
-        values = cast("Mapping[str, Any]", series).get(key)
+        values = series.get(key)
         if not values:
             continue
         averages, tops = values["avg"], values["max"]
@@ -112,12 +112,13 @@ def halve(series: Series) -> Series:
             new_avg.append(_value(sum(pair) / len(pair)) if pair else None)
             peaks = [v for v in tops[i : i + 2] if v is not None]
             new_max.append(max(peaks) if peaks else None)
-        out[key] = {"avg": new_avg, "max": new_max}
-    return cast(Series, out)
+        line: SeriesLine = {"avg": new_avg, "max": new_max}
+        out[key] = line
+    return out
 
 
-def keys_of(series: Series | None) -> list[str]:
+def keys_of(series: Series | None) -> list[SeriesKey]:
     """The metric keys a series holds, in :data:`SERIES_METRICS` order."""
     if not series:
         return []
-    return [key for key in SERIES_METRICS.values() if cast("Mapping[str, Any]", series).get(key)]
+    return [key for key in SERIES_METRICS.values() if series.get(key)]

@@ -9,19 +9,28 @@ the order the summary holds them (its JSON is written in that order).
 * :class:`LogSummary`: the summary as built (:func:`airflow_hetero.logs.per_group.build_summary`) and
   as the size bound leaves it after cutting (:mod:`airflow_hetero.logs.size_limit`); its
   ``groups`` are :class:`GroupSummary`, ``verdict`` a :class:`Verdict`
-  (:mod:`airflow_hetero.logs.verdict`), ``truncated`` a :class:`Truncated`.
+  (:mod:`airflow_hetero.logs.verdict`), ``cost`` a :class:`Cost` (or their headlines, once cut),
+  ``truncated`` a :class:`Truncated`.
 * :class:`SummarySkeleton`: what is left when even the cut summary is too big (the job's status
   and counts). :data:`BoundedSummary` is either: what the function returns and XCom holds.
+
+A summary read back from XCom is only JSON: readers go through
+:mod:`airflow_hetero.logs.accessors`, which checks a part before it is typed as one of these.
 
 Pure: no imports from the package.
 """
 
 from __future__ import annotations
 
-from typing import NotRequired, Required, TypedDict, final
+from typing import Literal, NotRequired, Required, TypedDict, final
+
+#: A key of a group's ``utilization`` (:class:`Utilization`).
+UtilizationKey = Literal["cpu", "memory", "gpu", "gpu_memory"]
+#: A metric key of a group's ``series`` (:class:`Series`): the utilisation's and ``disk``.
+SeriesKey = Literal["cpu", "memory", "gpu", "gpu_memory", "disk"]
 
 #: CloudWatch metric name -> key in a group's ``utilization`` (:class:`Utilization`).
-UTILIZATION_METRICS: dict[str, str] = {
+UTILIZATION_METRICS: dict[str, UtilizationKey] = {
     "CPUUtilization": "cpu",
     "MemoryUtilization": "memory",
     "GPUUtilization": "gpu",
@@ -289,6 +298,15 @@ class Cost(TypedDict):
     notes: list[str]
 
 
+@final  # so that ``"groups" in cost`` tells a whole cost from a headline
+class CostHeadline(TypedDict, total=False):
+    """A cost the size bound cut to its total (keys it did not have left out)."""
+
+    currency: Required[str]
+    total: float | None
+    waiting: float | None
+
+
 class BilledCost(TypedDict):
     """The run's cost in the model asset's extra (:func:`airflow_hetero.logs.cost.billed_cost`)."""
 
@@ -343,7 +361,7 @@ class LogSummary(JobOverview):
     warnings: int
     truncated: Truncated
     verdict: NotRequired[Verdict | VerdictHeadline]
-    cost: NotRequired[Cost]  # when the summary was given prices (or overrides)
+    cost: NotRequired[Cost | CostHeadline]  # when the summary was given prices (or overrides)
     api_calls: NotRequired[dict[str, int]]  # calls by action, plus "total"
     problems_total: NotRequired[int]
     unmapped_hosts_total: NotRequired[int]

@@ -100,10 +100,12 @@ def enforce_size_limit(summary: LogSummary, max_bytes: int = DEFAULT_MAX_XCOM_BY
     before = json_size(summary)
     if before <= max_bytes:
         return summary
-    cutting = _Cutting(cast(dict[str, Any], copy.deepcopy(summary)), max_bytes, before)
+    cutting = _Cutting({**copy.deepcopy(summary)}, max_bytes, before)
     for step in CUTTING_ORDER:
         for _ in step.how(cutting):
             if cutting.fits():
+                # The copy of a LogSummary, cut by steps that keep its shape (checking it all again
+                # would cost every large summary a walk; tests/logs check cut summaries' shape).
                 return cast("LogSummary", cutting.out)
     return _skeleton(cutting.out, cutting.truncated)
 

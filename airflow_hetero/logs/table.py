@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, cast
 
-from airflow_hetero.logs.shape import BoundedSummary, Cost, UnmappedSection, UtilizationStat
+from airflow_hetero.logs.accessors import (
+    cost_of,
+    error_samples_of,
+    groups_of,
+    hosts_of,
+    metrics_of,
+    problems_of,
+    truncated_of,
+    unmapped_of,
+    utilization_of,
+)
+from airflow_hetero.logs.shape import UTILIZATION_METRICS, Cost, CostHeadline, Utilization, UtilizationStat
 from airflow_hetero.logs.text import strip_control
-
-_UTIL_KEYS = ("cpu", "memory", "gpu", "gpu_memory")
 
 
 def _percent(value: float | None) -> str:
@@ -28,9 +36,8 @@ def _util(value: UtilizationStat | None) -> str:
     return f"{_percent(value.get('avg'))}/{_percent(value.get('max'))}{summed}"
 
 
-def _utilization_note(groups: list[Mapping[str, Any]]) -> str | None:
+def _utilization_note(utils: list[Utilization | None]) -> str | None:
     """The unit of the utilisation columns, and what a '-' (no datapoints) or a '*' (summed) means."""
-    utils = [group.get("utilization") for group in groups]
     if not utils:
         return None
     if all(util is None for util in utils):
@@ -39,10 +46,10 @@ def _utilization_note(groups: list[Mapping[str, Any]]) -> str | None:
         "utilisation: avg/max over the training window, in % of all the group's vCPUs (cpu), GPUs (gpu),"
         " GPU memory and memory: 100 = every device busy"
     )
-    stats = [stat for util in utils if util for stat in util.values() if stat]
+    stats = [stat for util in utils if util for key in UTILIZATION_METRICS.values() if (stat := util.get(key))]
     if any("summed" in str(stat.get("unit") or "") for stat in stats):
         note += "; * = SageMaker's sum over devices (100 per device): the instance type's count is unknown"
-    if all(util is not None and util.get(key) for util in utils for key in _UTIL_KEYS):
+    if all(util is not None and util.get(key) for util in utils for key in UTILIZATION_METRICS.values()):
         return note
     note += "; '-' = no CloudWatch datapoints for the group"
     if not any(util and (util.get("gpu") or util.get("gpu_memory")) for util in utils):
@@ -123,12 +130,12 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def cost_lines(cost: Cost) -> list[str]:
+def cost_lines(cost: Cost | CostHeadline) -> list[str]:
     """The cost table (per group and the total, in the summary's currency), then the prices and notes."""
     currency = cost["currency"]
     if "groups" not in cost:  # cut by the size bound to its total
-        total, waiting = _money(cost.get("total")), _money(cost.get("waiting"))
-        return [f"cost: {total} {currency} in all, waiting {waiting} {currency} (details cut to fit max_xcom_bytes)"]
+        total, waited = _money(cost.get("total")), _money(cost.get("waiting"))
+        return [f"cost: {total} {currency} in all, waiting {waited} {currency} (details cut to fit max_xcom_bytes)"]
     rows = [["group", "instance-s", f"{currency}/h", "cost", "waiting s", "waiting cost"]]
     for name, g in cost["groups"].items():
         rows.append(
@@ -164,13 +171,14 @@ def cost_lines(cost: Cost) -> list[str]:
     return lines
 
 
-def format_table(summary: BoundedSummary) -> str:
+def format_table(summary: Mapping[str, object]) -> str:
     """A readable per-group summary for the task log, every line within :data:`TABLE_WIDTH`.
 
     Two stacked tables (logs per group, then utilisation per group), then metrics, first errors
     and problems; a long host list wraps inside its column, long text lines wrap. A skeleton's
     groups and the unmapped hosts' section lack some of a group's keys: rows read them with
-    defaults.
+    defaults. Any summary reads (one from XCom, an older one): its parts go through
+    :mod:`airflow_hetero.logs.accessors`.
     """
     billable = summary.get("billable_seconds")
     lines = _wrap(
@@ -183,47 +191,49 @@ def format_table(summary: BoundedSummary) -> str:
         lines.extend(_wrap(f"Failure reason: {summary['failure_reason']}"))
     logs = [["group", "instance type", "n", "hosts", "streams", "events", "errors", "warnings"]]
     utilisation = [["group", "cpu avg/max", "mem avg/max", "gpu avg/max", "gpu mem avg/max"]]
-    groups = cast("Mapping[str, Mapping[str, Any]]", summary.get("groups", {}))
-    sections = list(groups.items())
-    unmapped = cast("UnmappedSection | None", summary.get("unmapped"))  # a skeleton has none
+    groups = groups_of(summary)
+    sections: list[tuple[str, Mapping[str, object]]] = list(groups.items())
+    unmapped = unmapped_of(summary)  # a skeleton has none
     if unmapped:
         sections.append(("(unmapped)", {**unmapped, "instance_type": "?", "instance_count": "?"}))
     for name, group in sections:
-        util = group.get("utilization") or {}
+        util = utilization_of(group)
+        streams = group.get("log_streams")
         logs.append(
             [
                 name,
                 str(group.get("instance_type") or "?"),
                 str(group.get("instance_count")),
-                ",".join(group.get("hosts", [])) or "-",
-                str(len(group.get("log_streams", []))),
+                ",".join(hosts_of(group)) or "-",
+                str(len(streams) if isinstance(streams, list) else 0),
                 str(group.get("events", 0)),
                 str(group.get("errors", 0)),
                 str(group.get("warnings", 0)),
             ]
         )
-        utilisation.append([name, *(_util(util.get(key)) for key in _UTIL_KEYS)])
+        utilisation.append([name, *(_util(util.get(key) if util else None) for key in UTILIZATION_METRICS.values())])
     lines.extend(_grid(logs, wrap_column=3))
     lines.extend(_grid(utilisation))
-    note = _utilization_note(list(groups.values()))
+    note = _utilization_note([utilization_of(group) for group in groups.values()])
     if note:
         lines.extend(_wrap(note))
-    cost = cast("Cost | None", summary.get("cost"))
+    cost = cost_of(summary)
     if cost:
         lines.extend(cost_lines(cost))
     for name, group in sections:
-        for metric, value in (group.get("metrics") or {}).items():
+        for metric, value in metrics_of(group).items():
             lines.extend(
                 _wrap(
                     f"{name}: {metric} last={value['last']:g} best={value['best']:g} ({value['goal']}, "
                     f"{value['count']} values)"
                 )
             )
-        for sample in (group.get("error_samples") or [])[:3]:
+        for sample in error_samples_of(group)[:3]:
             text = sample["line"] + (f" -> {sample['exception']}" if sample.get("exception") else "")
             lines.extend(_wrap(f"{name}: first errors: [{sample['host']}] {text[:200]}"))
-    for problem in cast("list[str] | None", summary.get("problems")) or ():
+    for problem in problems_of(summary):
         lines.extend(_wrap(f"problem: {problem}"))
-    if summary.get("truncated"):
-        lines.extend(_wrap(f"truncated to fit max_xcom_bytes: {json.dumps(summary['truncated'])}"))
+    truncated = truncated_of(summary)
+    if truncated:
+        lines.extend(_wrap(f"truncated to fit max_xcom_bytes: {json.dumps(truncated)}"))
     return "\n".join(strip_control(line) for line in lines)  # names and reasons come from the job

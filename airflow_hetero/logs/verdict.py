@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from airflow_hetero.logs.capacity import Capacity
 from airflow_hetero.logs.cost import bottleneck_assumption, bottleneck_speedup, scaling_effect
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         GroupVerdict,
         LogSummary,
         Series,
+        SeriesKey,
         Suggestion,
         SuggestionEffect,
         Verdict,
@@ -90,7 +91,7 @@ def _devices(group: GroupSummary) -> Capacity:
     return Capacity(devices.get("cpus"), devices.get("gpus"))
 
 
-def _primary(group: GroupSummary, cap: Capacity) -> tuple[str, int | None] | None:
+def _primary(group: GroupSummary, cap: Capacity) -> tuple[Literal["gpu", "cpu"], int | None] | None:
     """(resource key, devices per instance) the group is judged on; None without datapoints."""
     util = group.get("utilization")
     gpu, cpu = (util.get("gpu"), util.get("cpu")) if util else (None, None)
@@ -101,13 +102,13 @@ def _primary(group: GroupSummary, cap: Capacity) -> tuple[str, int | None] | Non
     return None
 
 
-def _series_values(series: Series | None, key: str) -> list[float | int | None]:
+def _series_values(series: Series | None, key: SeriesKey) -> list[float | int | None]:
     """The per-bucket averages of one metric of a series ([] when it has none)."""
-    line = cast("Mapping[str, Any]", series or {}).get(key) or {}
-    return list(line.get("avg") or [])
+    line = series.get(key) if series else None
+    return list(line["avg"]) if line else []
 
 
-def _waiting_share(series: Series | None, resource: str, below: float) -> float | None:
+def _waiting_share(series: Series | None, resource: SeriesKey, below: float) -> float | None:
     """Share of the series buckets (with data) in which ``resource`` was below ``below`` (per device)."""
     seen = [v for v in _series_values(series, resource) if v is not None]
     if not seen:
@@ -125,7 +126,7 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
 
     Still with its empty fields and its note: :func:`_compact` turns it into a :class:`GroupVerdict`.
     """
-    util = cast("Mapping[str, Any]", group.get("utilization") or {})
+    util = group.get("utilization")
     entry: dict[str, Any] = {
         "resource": None,
         "busy_percent": None,
@@ -141,11 +142,12 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
         "suggested_count": None,
     }
     primary = _primary(group, cap)
-    if primary is None:
+    stat = util.get(primary[0]) if util and primary else None
+    average = stat.get("avg") if stat else None
+    if primary is None or stat is None or average is None:
         return entry
     resource, devices = primary
-    busy = float(util[resource]["avg"])
-    peak = util[resource].get("max")
+    busy, peak = float(average), stat.get("max")
     entry.update(resource=resource, busy_percent=round(busy, 1))
     entry["peak_percent"] = round(peak, 1) if peak is not None else None
     if devices is None:
@@ -163,11 +165,10 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
     seconds = group.get("instance_seconds")
     if share is not None and seconds is not None:
         entry["waiting_instance_seconds"] = round(float(seconds) * share, 1)
-    for key in ("memory", "disk"):
-        value = (util.get(key) or {}).get("avg")
-        if value is None and key == "disk":  # not in the utilisation table: from the series
-            seen = [v for v in _series_values(group.get("series"), "disk") if v is not None]
-            value = sum(seen) / len(seen) if seen else None
+    memory = util.get("memory") if util else None
+    disk = [v for v in _series_values(group.get("series"), "disk") if v is not None]  # not in the table
+    pressure = {"memory": memory.get("avg") if memory else None, "disk": sum(disk) / len(disk) if disk else None}
+    for key, value in pressure.items():
         if value is not None:
             entry[f"{key}_percent"] = round(float(value), 1)
     return entry
@@ -309,7 +310,10 @@ def _fewer_effect(
 
 def _compact(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, GroupVerdict]:
     """Leave out a group's empty fields (None, ``over_provisioned: false``, the note already in
-    ``notes``): the verdict travels inside the size-bounded summary."""
+    ``notes``): the verdict travels inside the size-bounded summary.
+
+    The cast names what :func:`_assess` built in this module (a builder, not a reader: the keys of
+    a TypedDict cannot be filtered by a computed name without one)."""
     return {
         name: cast(
             "GroupVerdict",
@@ -344,7 +348,8 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
         lines.append(
             f"  {name}: "
             + (
-                f"{_NAMES[g['resource']]} {_fmt(busy)}% busy (peak {_fmt(g.get('peak_percent') or 0)}%), "
+                f"{_NAMES.get(g.get('resource') or '', '?')} {_fmt(busy)}% busy "
+                f"(peak {_fmt(g.get('peak_percent') or 0)}%), "
                 if busy is not None
                 else "no datapoints, "
             )
@@ -352,12 +357,9 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
             + (f", waiting {share:.0%} of the time" if share is not None else "")
             + f" [{state_label(g)}]"
         )
-    if verdict.get("waiting_share") is not None:
-        shares = cast("Verdict", verdict)  # a headline keeps the share, not the seconds: KeyError here
-        lines.append(
-            f"  instance time spent waiting: {shares['waiting_instance_seconds']:g} of "
-            f"{shares['instance_seconds']:g} instance-seconds ({shares['waiting_share']:.0%})"
-        )
+    waiting = _waiting_line(verdict)
+    if waiting:
+        lines.append(waiting)
     suggestion = verdict.get("suggestion")
     if suggestion and "effect" in suggestion:
         lines.append(effect_line(suggestion["group"], suggestion["effect"]))
@@ -366,6 +368,19 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
             lines.append(effect_line(name, g["effect"]))
     lines.extend(f"  note: {note}" for note in (full["notes"] if full else ()))
     return "\n".join(lines)
+
+
+def _waiting_line(verdict: Verdict | VerdictHeadline) -> str | None:
+    """The instance time spent waiting: of how many instance-seconds, or (a headline keeps only the
+    share) the share alone; None when not known."""
+    share = verdict.get("waiting_share")
+    if share is None:
+        return None
+    if "groups" in verdict:
+        waited, total = verdict["waiting_instance_seconds"], verdict["instance_seconds"]
+        if waited is not None and total is not None:
+            return f"  instance time spent waiting: {waited:g} of {total:g} instance-seconds ({share:.0%})"
+    return f"  instance time spent waiting: {share:.0%}"
 
 
 def _signed(value: float, currency: str) -> str:

@@ -18,7 +18,7 @@ hook, boto3 and the Amazon provider are imported when they are needed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseOperator
 from airflow_hetero.links.instance_groups import InstanceGroupsLink
@@ -33,7 +33,7 @@ COST_XCOM_KEY = "cost"
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
-    from airflow_hetero.logs.shape import BoundedSummary, LogSummary
+    from airflow_hetero.logs.shape import BoundedSummary
 
 
 class HeteroLogSummaryOperator(BaseOperator):
@@ -141,10 +141,10 @@ class HeteroLogSummaryOperator(BaseOperator):
         whole summary."""
         from airflow_hetero.hooks.training import HeteroTrainingHook
         from airflow_hetero.links.instance_groups import persist_instance_groups_link
+        from airflow_hetero.logs.accessors import cost_of, verdict_of
+        from airflow_hetero.logs.report import format_report
         from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
         from airflow_hetero.logs.summarize import summarize_training_job
-        from airflow_hetero.logs.table import format_table
-        from airflow_hetero.logs.verdict import format_verdict
 
         job_name = self.training_job_name(context)
         hook = HeteroTrainingHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name)
@@ -165,15 +165,12 @@ class HeteroLogSummaryOperator(BaseOperator):
             ),
             currency=self.currency,
         )
-        self.log.info("Log summary of %s:\n%s", job_name, format_table(summary))
+        self.log.info("Log summary of %s:\n%s", job_name, format_report(summary))
         ti = context["ti"]
-        verdict = cast("LogSummary", summary).get("verdict")  # a skeleton (the size bound's last resort) has none
+        verdict = verdict_of(summary)  # a skeleton (the size bound's last resort) has none
         if verdict is not None:
-            self.log.info("%s", format_verdict(verdict))
             ti.xcom_push(key=VERDICT_XCOM_KEY, value=verdict)
-        else:
-            self.log.info("Verdict: none (the summary was cut to its skeleton to fit max_xcom_bytes)")
-        cost = cast("LogSummary", summary).get("cost")
+        cost = cost_of(summary)
         if cost is not None:
             ti.xcom_push(key=COST_XCOM_KEY, value=cost)
         persist_instance_groups_link(context)

@@ -11,10 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from html import escape
-from typing import Any, cast
+from typing import Any
 
+from airflow_hetero.logs.accessors import (
+    cost_of,
+    device_counts_of,
+    error_samples_of,
+    groups_of,
+    hosts_of,
+    series_of,
+    truncated_of,
+    unmapped_of,
+    verdict_of,
+)
 from airflow_hetero.logs.series import SERIES_METRICS
-from airflow_hetero.logs.shape import Cost, ErrorSampleEntry, GroupSummary, LogSummary, Series, Verdict
+from airflow_hetero.logs.shape import Cost, CostHeadline, Series, Verdict, VerdictHeadline
 from airflow_hetero.logs.table import PRICE_SOURCES
 from airflow_hetero.logs.verdict import effect_line, state_label
 
@@ -52,10 +63,10 @@ def _num(value: Any, digits: int = 0) -> str:
     return f"{float(value):.{digits}f}"
 
 
-def _devices(group: GroupSummary) -> dict[str, int | None]:
+def _devices(group: Mapping[str, object]) -> dict[str, int | None]:
     """vCPUs and GPUs per instance the summary divided the series by (None: unknown, summed)."""
-    devices: Mapping[str, Any] = group.get("devices") or {}
-    return {"cpus": devices.get("cpus"), "gpus": devices.get("gpus")}
+    devices = device_counts_of(group)
+    return {"cpus": devices["cpus"], "gpus": devices["gpus"]} if devices else {"cpus": None, "gpus": None}
 
 
 #: Tick steps tried, smallest first, in the axis' unit (1-2-5 and the halves of an hour).
@@ -86,7 +97,8 @@ def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping
     step = float(series.get("step_seconds") or 60)
     lines: list[tuple[str, str, list[float | None]]] = []
     for key in SERIES_METRICS.values():
-        values = (cast("Mapping[str, Any]", series).get(key) or {}).get("avg")
+        line = series.get(key)
+        values = line["avg"] if line else None
         if not values:
             continue
         label, colour, kind = LINES[key]
@@ -144,13 +156,13 @@ def chart(series: Series, devices: Mapping[str, int | None], thresholds: Mapping
     return "".join(parts) + f'<div class="legend">{legend}</div>'
 
 
-def _verdict_table(verdict: Verdict, groups: Mapping[str, GroupSummary]) -> str:
+def _verdict_table(verdict: Verdict, groups: Mapping[str, Mapping[str, object]]) -> str:
     rows = [
         "<tr><th>group</th><th>instances</th><th>judged on</th><th>busy</th><th>peak</th><th>state</th>"
         "<th>instance-seconds</th><th>waiting</th></tr>"
     ]
-    for name, judged in (verdict.get("groups") or {}).items():
-        group = groups.get(name) or cast("GroupSummary", {})
+    for name, judged in verdict["groups"].items():
+        group = groups.get(name) or {}
         share = judged.get("waiting_share")
         resource = {"gpu": "GPUs", "cpu": "CPUs"}.get(judged.get("resource") or "", "-")
         rows.append(
@@ -167,12 +179,12 @@ def _verdict_table(verdict: Verdict, groups: Mapping[str, GroupSummary]) -> str:
     return f"<table>{''.join(rows)}</table>"
 
 
-def _error_lines(section: Mapping[str, Any]) -> str:
+def _error_lines(section: Mapping[str, object]) -> str:
     """A group's (or the unmapped hosts') error and warning counts and its first error lines, host and time first."""
     errors, warnings = section.get("errors"), section.get("warnings")
     if not errors and not warnings:
         return ""
-    samples: list[ErrorSampleEntry] = list(section.get("error_samples") or ())
+    samples = error_samples_of(section)
     shown = f", the first {len(samples)}:" if samples else ""
     out = f'<p class="muted">{_num(errors)} error lines, {_num(warnings)} warnings{shown}</p>'
     lines = []
@@ -189,7 +201,7 @@ def _money(value: Any) -> str:
     return "unknown" if value is None else f"{float(value):.4g}"
 
 
-def _cost_table(cost: Cost) -> str:
+def _cost_table(cost: Cost | CostHeadline) -> str:
     """The cost per group, the total and the waiting cost, then where each price came from."""
     currency = escape(str(cost.get("currency")))
     if "groups" not in cost:
@@ -228,6 +240,32 @@ def _failure(summary: Mapping[str, Any]) -> str:
     return f'<div class="verdict failed"><b>Failure reason:</b> {escape(str(reason))}</div>' if reason else ""
 
 
+def _verdict_parts(verdict: Verdict | VerdictHeadline | None, groups: Mapping[str, Mapping[str, object]]) -> list[str]:
+    """The verdict's box, its table per group, the time spent waiting, the suggestions' effects and notes."""
+    if verdict is None:
+        return ['<div class="verdict "><b>Verdict:</b> no verdict in this summary</div>']
+    parts = [
+        f'<div class="verdict {escape(str(verdict.get("kind", "")))}"><b>Verdict:</b> '
+        f"{escape(str(verdict.get('message') or 'no verdict in this summary'))}</div>",
+    ]
+    full = verdict if "groups" in verdict else None
+    if full and full["groups"]:
+        parts.append(_verdict_table(full, groups))
+    waiting_share = verdict.get("waiting_share")
+    if waiting_share is not None:
+        waited, total = (full["waiting_instance_seconds"], full["instance_seconds"]) if full else (None, None)
+        parts.append(
+            f'<p class="muted">Instance time spent waiting: {_num(waited)} of '
+            f"{_num(total)} instance-seconds ({float(waiting_share):.0%}).</p>"
+        )
+    suggestion = verdict.get("suggestion")
+    effects = [(suggestion["group"], suggestion["effect"])] if suggestion and "effect" in suggestion else []
+    effects += [(n, g["effect"]) for n, g in (full["groups"] if full else {}).items() if "effect" in g]
+    parts.extend(f"<p>{escape(effect_line(name, effect).strip())}</p>" for name, effect in effects)
+    parts.extend(f'<p class="muted">Note: {escape(note)}</p>' for note in (full["notes"] if full else ()))
+    return parts
+
+
 def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     """The whole page for one task instance's summary (``where`` names the task instance);
     a short explanation when the task pushed no summary."""
@@ -240,51 +278,36 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
             f"(or of a task returning <code>summarize_training_job(...)</code>).</p>"
             f'<p class="muted">{escape(where)}</p></body></html>'
         )
-    whole = cast("LogSummary", summary)  # an XCom value: every part is read with a default
-    groups = whole["groups"]
-    verdict = cast("Verdict", whole.get("verdict") or {})  # or its headline, which has no groups
-    thresholds = verdict.get("thresholds") or {}
+    groups = groups_of(summary)
+    verdict = verdict_of(summary)  # or its headline, which has no groups
+    thresholds = verdict["thresholds"] if verdict and "groups" in verdict else {}
     body = [
         f"<h1>Instance groups of {escape(str(summary.get('training_job_name')))} "
         f'<span class="muted">{escape(str(summary.get("status")))}'
         f"{' (partial: still running)' if summary.get('partial') else ''}</span></h1>",
-        _failure(whole),
-        f'<div class="verdict {escape(str(verdict.get("kind", "")))}"><b>Verdict:</b> '
-        f"{escape(str(verdict.get('message') or 'no verdict in this summary'))}</div>",
+        _failure(summary),
+        *_verdict_parts(verdict, groups),
     ]
-    if verdict.get("groups"):
-        body.append(_verdict_table(verdict, groups))
-    waiting_share = verdict.get("waiting_share")
-    if waiting_share is not None:
-        body.append(
-            f'<p class="muted">Instance time spent waiting: {_num(verdict.get("waiting_instance_seconds"))} of '
-            f"{_num(verdict.get('instance_seconds'))} instance-seconds ({float(waiting_share):.0%}).</p>"
-        )
-    suggestion = verdict.get("suggestion")
-    effects = [(suggestion["group"], suggestion["effect"])] if suggestion and "effect" in suggestion else []
-    effects += [(n, g["effect"]) for n, g in (verdict.get("groups") or {}).items() if "effect" in g]
-    body.extend(f"<p>{escape(effect_line(name, effect).strip())}</p>" for name, effect in effects)
-    body.extend(f'<p class="muted">Note: {escape(str(note))}</p>' for note in verdict.get("notes") or ())
-    cost = whole.get("cost")
+    cost = cost_of(summary)
     if cost:
         body.append(_cost_table(cost))
     for name, group in groups.items():
         body.append(
             f"<h2>{escape(name)} <span class='muted'>{escape(str(group.get('instance_count')))} x "
-            f"{escape(str(group.get('instance_type')))}, hosts {escape(', '.join(group.get('hosts') or []) or '-')}"
+            f"{escape(str(group.get('instance_type')))}, hosts {escape(', '.join(hosts_of(group)) or '-')}"
             "</span></h2>"
         )
-        series = group.get("series")
-        if series and series.get("points"):
+        series = series_of(group)
+        if series and series["points"]:
             body.append(chart(series, _devices(group), thresholds))
         else:
             body.append('<p class="muted">No utilisation series for this group (not read, or none published).</p>')
         body.append(_error_lines(group))
-    unmapped = whole.get("unmapped")
+    unmapped = unmapped_of(summary)
     if unmapped:
-        hosts = ", ".join(unmapped.get("hosts") or []) or "-"
+        hosts = ", ".join(hosts_of(unmapped)) or "-"
         body.append(f"<h2>Hosts in no group <span class='muted'>{escape(hosts)}</span></h2>{_error_lines(unmapped)}")
-    truncated = (whole.get("truncated") or {}).get("series")
+    truncated = truncated_of(summary).get("series")
     if truncated:
         body.append(f'<p class="muted">Series cut to fit the XCom bound: {escape(str(truncated))}</p>')
     body.append(

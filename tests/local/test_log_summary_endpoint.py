@@ -318,7 +318,7 @@ def test_cli_summarize_prints_the_operators_table_and_verdict(
     """``airflow-hetero summarize`` with plain boto3 clients: the same summary the library gives, an
     override for one type and the endpoint's Price List stand-in for the other."""
     from airflow_hetero.cli import main
-    from airflow_hetero.logs.verdict import format_verdict
+    from airflow_hetero.logs.report import format_report
     from airflow_hetero.pricing.lookup import training_prices
 
     monkeypatch.setenv("AIRFLOW_HETERO_CACHE_DIR", str(tmp_path))
@@ -339,7 +339,7 @@ def test_cli_summarize_prints_the_operators_table_and_verdict(
         **clients,
         prices=lambda types: training_prices(types, "us-east-1", client=pricing, overrides={"ml.c5.xlarge": 0.25}),
     )
-    assert out == f"{format_table(summary)}\n{format_verdict(summary['verdict'])}\n"
+    assert out == f"{format_report(summary)}\n"  # the operator's report: the table, then the verdict
     assert "price of ml.c5.xlarge: 0.25 USD/h (prices=)" in out
 
 

@@ -18,7 +18,12 @@ def group(hosts: list[str], **extra: Any) -> dict[str, Any]:
         "events": 123456,
         "errors": 2,
         "warnings": 17,
-        "utilization": {"cpu": {"avg": 55.5, "max": 99.0}, "memory": {"avg": 0.04, "max": 0.05}},
+        "utilization": {
+            "cpu": {"avg": 55.5, "max": 99.0, "hosts": len(hosts), "datapoints": 9},
+            "memory": {"avg": 0.04, "max": 0.05, "hosts": len(hosts), "datapoints": 9},
+            "gpu": None,
+            "gpu_memory": None,
+        },
         "metrics": {"train:loss": {"last": 0.0123, "best": 0.011, "goal": "min", "count": 40}},
         "error_samples": [{"host": hosts[0], "line": "Traceback: " + "x" * 190, "exception": "RuntimeError: boom"}],
         **extra,
