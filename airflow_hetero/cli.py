@@ -162,6 +162,8 @@ def _instance_types(args: argparse.Namespace) -> int:
 
 
 def _add_summarize(sub: Any) -> None:
+    from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY
+
     summarize = sub.add_parser(
         "summarize",
         help="print a training job's per-group summary, cost and verdict",
@@ -179,7 +181,9 @@ def _add_summarize(sub: Any) -> None:
         help="price per instance-hour of an instance type, e.g. ml.p4d.24xlarge=37.69 (repeatable); wins over "
         "the Price List Query API",
     )
-    summarize.add_argument("--currency", default="USD", help="currency of --price and of the cost (default USD)")
+    summarize.add_argument(
+        "--currency", default=PRICE_LIST_CURRENCY, help="currency of --price and of the cost (default %(default)s)"
+    )
     summarize.add_argument(
         "--no-pricing-api", action="store_true", help="do not ask the Price List Query API (pricing:GetProducts)"
     )
@@ -190,9 +194,8 @@ def _add_summarize(sub: Any) -> None:
 
 
 def parse_prices(pairs: Sequence[str]) -> dict[str, float]:
-    """``["ml.p4d.24xlarge=37.69", ...]`` -> checked overrides; ValueError naming the bad pair."""
-    from airflow_hetero.pricing.price_list import check_overrides
-
+    """``["ml.p4d.24xlarge=37.69", ...]`` -> the ``prices`` mapping (checked by :class:`PriceSettings`);
+    ValueError naming a pair that is not ``TYPE=PRICE``."""
     given: dict[str, float] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -202,16 +205,15 @@ def parse_prices(pairs: Sequence[str]) -> dict[str, float]:
             number = None
         if number is None:
             raise ValueError(f"--price {pair!r}: expected TYPE=PRICE, e.g. ml.p4d.24xlarge=37.69")
-        given[name.strip()] = number  # a negative or infinite price: check_overrides says why
-    return check_overrides(given)
+        given[name.strip()] = number  # a negative or infinite price: PriceSettings.of says why
+    return given
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    from airflow_hetero.pricing.price_list import check_currency
+    from airflow_hetero.pricing.settings import PriceSettings
 
     try:
-        overrides = parse_prices(args.price)
-        currency = check_currency(args.currency)
+        settings = PriceSettings.of(parse_prices(args.price), args.currency, not args.no_pricing_api)
     except ValueError as err:
         print(f"airflow-hetero summarize: {err}", file=sys.stderr)
         return EXIT_INVALID
@@ -232,7 +234,7 @@ def _summarize(args: argparse.Namespace) -> int:
     def client(service: str, region_name: str = region) -> Any:
         return session.client(service, region_name=region_name, endpoint_url=args.endpoint_url)
 
-    pricing = None if args.no_pricing_api else client("pricing", pricing_api_region(region))
+    pricing = client("pricing", pricing_api_region(region)) if settings.use_api else None
     try:
         summary = summarize_training_job(
             args.job_name,
@@ -241,8 +243,8 @@ def _summarize(args: argparse.Namespace) -> int:
             sagemaker_client=client("sagemaker"),
             include_metrics=not args.no_metrics,
             tail_lines=args.tail_lines,
-            prices=lambda types: training_prices(types, region, client=pricing, overrides=overrides, currency=currency),
-            currency=currency,
+            prices=lambda types: training_prices(types, region, settings, client=pricing),
+            currency=settings.currency,
         )
     except (ClientError, BotoCoreError) as err:
         print(f"airflow-hetero summarize: {args.job_name}: {err}", file=sys.stderr)

@@ -21,19 +21,19 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_not_found, is_transient
 from airflow_hetero.job.identity import identity_in_describe, identity_in_tags
-from airflow_hetero.job.outcome import JobState, classify
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from airflow_hetero.logs.tail import LogTailer
     from airflow_hetero.pricing.price_list import Price
+    from airflow_hetero.pricing.settings import PriceSettings
 
 #: botocore retries for the CreateTrainingJob client: one attempt, the hook decides what follows.
 NO_RETRIES = {"total_max_attempts": 1}
@@ -107,15 +107,6 @@ def _check_bucket_region(bucket: str, answer: Mapping[str, Any], region: str) ->
         raise BucketUnusableError(f"bucket {bucket} is in region {found}, not in {region} (the connection's)")
 
 
-class AwsTaskArgs(Protocol):
-    """The AWS arguments an operator, sensor or trigger of this package keeps (its hook's settings)."""
-
-    aws_conn_id: str | None
-    region_name: str | None
-    verify: bool | str | None
-    botocore_config: dict[str, Any] | None
-
-
 class HeteroTrainingHook(AwsBaseHook):
     """Create, describe, find, stop SageMaker training jobs; clients for their logs and metrics.
 
@@ -139,17 +130,6 @@ class HeteroTrainingHook(AwsBaseHook):
         kwargs["client_type"] = "sagemaker"
         super().__init__(aws_conn_id=aws_conn_id, region_name=region_name, **kwargs)
         self.retry_policy = retry_policy or self.default_retry_policy
-
-    @classmethod
-    def for_task(cls, task: AwsTaskArgs, **kwargs: Any) -> HeteroTrainingHook:
-        """The hook for a task's ``aws_conn_id``, ``region_name``, ``verify`` and ``botocore_config``."""
-        return cls(
-            aws_conn_id=task.aws_conn_id,
-            region_name=task.region_name,
-            verify=task.verify,
-            config=task.botocore_config,
-            **kwargs,
-        )
 
     # -- clients -----------------------------------------------------------------------------
 
@@ -213,22 +193,16 @@ class HeteroTrainingHook(AwsBaseHook):
 
         return self.service_client("pricing", region_name=pricing_api_region(self.conn.meta.region_name))
 
-    def training_prices(
-        self,
-        instance_types: list[str],
-        *,
-        overrides: Mapping[str, float] | None = None,
-        currency: str = "USD",
-        use_pricing_api: bool = True,
-    ) -> dict[str, Price]:
-        """On-demand training prices of ``instance_types`` in the job's region: ``overrides``, else the
-        disk cache, else the Price List Query API (see :func:`airflow_hetero.pricing.lookup.training_prices`)."""
+    def training_prices(self, instance_types: list[str], settings: PriceSettings | None = None) -> dict[str, Price]:
+        """On-demand training prices of ``instance_types`` in the job's region per ``settings`` (default:
+        the Price List's, in USD): their overrides, else the disk cache, else the Price List Query API
+        when they allow it (see :func:`airflow_hetero.pricing.lookup.training_prices`)."""
         from airflow_hetero.pricing.lookup import training_prices
+        from airflow_hetero.pricing.settings import PriceSettings
 
-        client = self.pricing_client if use_pricing_api else None
-        return training_prices(
-            instance_types, self.conn.meta.region_name, client=client, overrides=overrides, currency=currency
-        )
+        settings = settings or PriceSettings()
+        client = self.pricing_client if settings.use_api else None
+        return training_prices(instance_types, self.conn.meta.region_name, settings, client=client)
 
     @cached_property
     def s3_client(self) -> Any:
@@ -417,8 +391,3 @@ class HeteroTrainingHook(AwsBaseHook):
 
             self.call(send, f"upload {path} to {s3_uri}")
         return size
-
-    @staticmethod
-    def classify(describe: dict[str, Any]) -> JobState:
-        """See :func:`airflow_hetero.job.outcome.classify`."""
-        return classify(describe)

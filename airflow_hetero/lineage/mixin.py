@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.logs.shape import BilledCost
+    from airflow_hetero.pricing.settings import PriceSettings
 
     F = TypeVar("F", bound=Callable[..., Any])  # for type checkers only: creating it costs a parse
 
@@ -45,28 +46,13 @@ class JobOutputsMixin:
     model_asset: Asset | None = None
     #: The result dict of the job this task saw finish (None before, or when it did not wait).
     job_result: dict[str, Any] | None = None
-    #: What prices the run's cost in the asset's extra: overrides, currency, whether to ask the Price List.
-    prices: dict[str, float] | None = None
-    currency: str = "USD"
-    use_pricing_api: bool = True
+    #: What prices the run's cost in the asset's extra (set by the task's ``__init__``).
+    price_settings: PriceSettings
 
-    make_hook: Callable[[], HeteroTrainingHook]  # the operator's and the sensor's own
+    make_hook: Callable[[], HeteroTrainingHook]  # the task's own (AwsSettings.make_hook)
 
-    def declare_model_asset(
-        self,
-        model_asset: Asset | str | None,
-        *,
-        prices: Mapping[str, float] | None = None,
-        currency: str = "USD",
-        use_pricing_api: bool = True,
-    ) -> Asset | None:
-        """Add the model asset (an Asset, or its URI) to the task's outlets; return it. ``prices``,
-        ``currency`` and ``use_pricing_api`` price the run's cost in its events (as on the summary operator)."""
-        from airflow_hetero.pricing.checks import check_currency, check_overrides  # not price_list: no dataclass
-
-        self.prices = check_overrides(prices) or None  # a bad price fails the parse, not the run
-        self.currency = check_currency(currency)
-        self.use_pricing_api = use_pricing_api
+    def declare_model_asset(self, model_asset: Asset | str | None) -> Asset | None:
+        """Add the model asset (an Asset, or its URI) to the task's outlets; return it."""
         if model_asset is None:
             return None
         from airflow_hetero._compat import Asset
@@ -103,15 +89,14 @@ class JobOutputsMixin:
 
         groups = list(result.get("instance_groups") or [])
         types = sorted({str(g["type"]) for g in groups if g.get("type")})
+        currency = self.price_settings.currency
         try:
-            prices = self.make_hook().training_prices(
-                types, overrides=self.prices, currency=self.currency, use_pricing_api=self.use_pricing_api
-            )
+            prices = self.make_hook().training_prices(types, self.price_settings)
         except Exception as exc:  # the job is done and its model is good: a price must not fail the task
             log.warning("No prices for the model asset's cost of %s: %s", result.get("training_job_name"), exc)
             why = f"the price lookup failed ({type(exc).__name__}: {exc})"
-            prices = {t: unknown(t, self.currency, why) for t in types}
-        return billed_cost(groups, result.get("billable_seconds"), prices, currency=self.currency)
+            prices = {t: unknown(t, currency, why) for t in types}
+        return billed_cost(groups, result.get("billable_seconds"), prices, currency=currency)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
         """Inputs: every S3 channel with its instance groups; output: the model artifact."""

@@ -21,10 +21,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseOperator
+from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.links.instance_groups import InstanceGroupsLink
 from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 from airflow_hetero.logs.verdict import Thresholds
-from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, check_currency, check_overrides
+from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
+from airflow_hetero.pricing.settings import PriceSettings
 
 #: XCom key of the verdict (also inside ``return_value`` as ``verdict``).
 VERDICT_XCOM_KEY = "verdict"
@@ -36,15 +38,16 @@ if TYPE_CHECKING:
     from airflow_hetero.logs.shape import BoundedSummary
 
 
-class HeteroLogSummaryOperator(BaseOperator):
+class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
     """Summarise a (heterogeneous) training job's logs and metrics per instance group.
 
     :param job_name: the training job (templated, e.g.
         ``"{{ ti.xcom_pull(task_ids='train', key='training_job_name') }}"``).
     :param training_task_id: instead of ``job_name``: the ``HeteroTrainingOperator`` task whose job to
         summarise, whether that task succeeded or failed (read from its ``training_job_name`` XCom key).
-    :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
-    :param region_name: overrides the connection's region.
+    :param aws_conn_id, region_name, verify, botocore_config: the AWS connection, its region, TLS
+        verification (False, or a CA bundle path) and ``botocore.config.Config`` options, as on the training
+        operator (:mod:`airflow_hetero.hooks.aws_settings`).
     :param tail_lines: last lines kept per host.
     :param max_xcom_bytes: bound of the summary as JSON; tails shrink first, then error samples,
         and ``truncated`` says what was cut.
@@ -65,7 +68,7 @@ class HeteroLogSummaryOperator(BaseOperator):
         for the types ``prices`` leaves out; False where that API is not allowed.
     """
 
-    template_fields: Sequence[str] = ("job_name",)
+    template_fields: Sequence[str] = aws_template_fields("job_name")
     ui_color = "#e4f4ff"
     operator_extra_links = (InstanceGroupsLink(),)
 
@@ -74,8 +77,10 @@ class HeteroLogSummaryOperator(BaseOperator):
         *,
         job_name: str | None = None,
         training_task_id: str | None = None,
-        aws_conn_id: str | None = "aws_default",
+        aws_conn_id: str | None = DEFAULT_AWS_CONN_ID,
         region_name: str | None = None,
+        verify: bool | str | None = None,
+        botocore_config: dict[str, Any] | None = None,
         tail_lines: int = 20,
         max_xcom_bytes: int = DEFAULT_MAX_XCOM_BYTES,
         error_patterns: Sequence[str] | None = None,
@@ -89,6 +94,8 @@ class HeteroLogSummaryOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.set_aws_settings(aws_conn_id, region_name, verify, botocore_config)
+        self.price_settings = PriceSettings.of(prices, currency, use_pricing_api)  # a bad price fails the parse
         if (job_name is None) == (training_task_id is None):
             raise ValueError("give job_name or training_task_id (exactly one of them)")
         if tail_lines < 0:
@@ -104,8 +111,6 @@ class HeteroLogSummaryOperator(BaseOperator):
             raise ValueError(f"series_points must be at least 1, got {series_points}")
         self.job_name = job_name
         self.training_task_id = training_task_id
-        self.aws_conn_id = aws_conn_id
-        self.region_name = region_name
         self.tail_lines = tail_lines
         self.max_xcom_bytes = max_xcom_bytes
         self.error_patterns = list(error_patterns) if error_patterns is not None else None
@@ -115,9 +120,6 @@ class HeteroLogSummaryOperator(BaseOperator):
             {name: dict(value) for name, value in capacity_overrides.items()} if capacity_overrides else None
         )
         self.series_points = series_points
-        self.prices = check_overrides(prices)  # a bad price or currency fails the parse, too
-        self.currency = check_currency(currency)
-        self.use_pricing_api = use_pricing_api
 
     def training_job_name(self, context: Context) -> str:
         """``job_name``, or the name the ``training_task_id`` task pushed when it created its job."""
@@ -139,7 +141,6 @@ class HeteroLogSummaryOperator(BaseOperator):
     def execute(self, context: Context) -> BoundedSummary:
         """Read, summarise, log the table and the verdict, push ``verdict`` and ``cost``; return the
         whole summary."""
-        from airflow_hetero.hooks.training import HeteroTrainingHook
         from airflow_hetero.links.instance_groups import persist_instance_groups_link
         from airflow_hetero.logs.accessors import cost_of, verdict_of
         from airflow_hetero.logs.report import format_report
@@ -147,7 +148,7 @@ class HeteroLogSummaryOperator(BaseOperator):
         from airflow_hetero.logs.summarize import summarize_training_job
 
         job_name = self.training_job_name(context)
-        hook = HeteroTrainingHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name)
+        hook = self.make_hook()
         summary = summarize_training_job(
             job_name,
             logs_client=hook.logs_client,
@@ -160,10 +161,8 @@ class HeteroLogSummaryOperator(BaseOperator):
             verdict_thresholds=self.verdict_thresholds,
             capacity_overrides=self.capacity_overrides,
             series_points=self.series_points or DEFAULT_SERIES_POINTS,
-            prices=lambda types: hook.training_prices(
-                types, overrides=self.prices, currency=self.currency, use_pricing_api=self.use_pricing_api
-            ),
-            currency=self.currency,
+            prices=lambda types: hook.training_prices(types, self.price_settings),
+            currency=self.price_settings.currency,
         )
         self.log.info("Log summary of %s:\n%s", job_name, format_report(summary))
         ti = context["ti"]

@@ -17,7 +17,8 @@
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
 
-Importing this module loads only ``airflow.sdk``, the extra links and the lineage mixin; each step is a
+Importing this module loads only ``airflow.sdk``, the extra links, the lineage mixin and the AWS and price
+settings (:mod:`~airflow_hetero.hooks.aws_settings`, :mod:`~airflow_hetero.pricing.settings`); each step is a
 method importing what it runs (a subclass may override one). A DAG file pays for the class and the
 parse-time check (:mod:`~airflow_hetero.definition.validated`).
 """
@@ -32,8 +33,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
+from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
+from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
+from airflow_hetero.pricing.settings import PriceSettings
 
 if TYPE_CHECKING:
     import jinja2
@@ -53,7 +57,7 @@ _ON_EXISTING = ("reattach", "fail", "new")
 JOB_NAME_XCOM_KEY = "training_job_name"
 
 
-class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
+class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -62,10 +66,9 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         ``--cli-input-json``, what SDK v3 sends) as a dict or a YAML/JSON path; templated like ``job``.
         Its ``TrainingJobName``, if any, is replaced by the name derived per task instance.
     :param job_name: explicit job name (templated); default: derived per task instance.
-    :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
-    :param region_name: overrides the connection's region.
-    :param verify: TLS certificate verification for AWS calls (False, or a CA bundle path).
-    :param botocore_config: ``botocore.config.Config`` options as a dict (retries, timeouts, proxies).
+    :param aws_conn_id, region_name, verify, botocore_config: the AWS connection, its region, TLS
+        verification (False, or a CA bundle path) and ``botocore.config.Config`` options, as on the Amazon
+        provider's operators (:mod:`airflow_hetero.hooks.aws_settings`).
     :param wait_for_completion: wait for the job to finish (else return once submitted).
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
     :param check_interval: seconds between status checks.
@@ -96,7 +99,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
     #: its first submit, and the next candidate name after a name race reuses them (uploads once).
     steps_role_arn: tuple[str | None] | None = None
 
-    template_fields: Sequence[str] = ("job", "request", "job_name", "aws_conn_id", "region_name", "verify")
+    template_fields: Sequence[str] = aws_template_fields("job", "request", "job_name")
     template_fields_renderers = {"job": "json", "request": "json"}
     operator_extra_links = (SageMakerTrainingJobLink(), TrainingJobLogsLink())
     ui_color = "#ede4ff"
@@ -107,7 +110,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         job: HeteroTrainingJob | Mapping[str, Any] | str | os.PathLike[str] | None = None,
         request: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         job_name: str | None = None,
-        aws_conn_id: str | None = "aws_default",
+        aws_conn_id: str | None = DEFAULT_AWS_CONN_ID,
         region_name: str | None = None,
         verify: bool | str | None = None,
         botocore_config: dict[str, Any] | None = None,
@@ -120,16 +123,16 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         on_existing_job: OnExistingJob = "reattach",
         model_asset: Asset | str | None = None,
         prices: Mapping[str, float] | None = None,
-        currency: str = "USD",
+        currency: str = PRICE_LIST_CURRENCY,
         use_pricing_api: bool = True,
         **kwargs: Any,
     ) -> None:
         if model_asset is not None and not wait_for_completion:
             raise ValueError("model_asset needs wait_for_completion=True (or set it on the sensor that waits)")
         super().__init__(**kwargs)
-        self.model_asset = self.declare_model_asset(
-            model_asset, prices=prices, currency=currency, use_pricing_api=use_pricing_api
-        )
+        self.set_aws_settings(aws_conn_id, region_name, verify, botocore_config)
+        self.price_settings = PriceSettings.of(prices, currency, use_pricing_api)  # a bad price fails the parse
+        self.model_asset = self.declare_model_asset(model_asset)
         if on_existing_job not in _ON_EXISTING:
             raise ValueError(f"on_existing_job must be one of {_ON_EXISTING}, got {on_existing_job!r}")
         if check_interval <= 0:
@@ -142,10 +145,6 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         self.job: Mapping[str, Any] | str | None = check_at_parse(job, request=False)
         self.request: Mapping[str, Any] | str | None = check_at_parse(request, request=True)
         self.job_name = job_name
-        self.aws_conn_id = aws_conn_id
-        self.region_name = region_name
-        self.verify = verify
-        self.botocore_config = botocore_config
         self.wait_for_completion = wait_for_completion
         self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.check_interval = check_interval
@@ -159,12 +158,6 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         self.wait_limit: float | None = None  # the submitted job's MaxRuntime (+ MaxWait) + margin
 
     # -- the definition ----------------------------------------------------------------------
-
-    def make_hook(self) -> HeteroTrainingHook:
-        """The AWS hook for this task's connection and region."""
-        from airflow_hetero.hooks.training import HeteroTrainingHook
-
-        return HeteroTrainingHook.for_task(self)
 
     def base_dir(self) -> Path:
         """The DAG file's folder: relative definition paths and source_dir resolve against it."""
@@ -483,10 +476,7 @@ class HeteroTrainingOperator(JobOutputsMixin, BaseOperator):
         self.defer(
             trigger=HeteroTrainingTrigger(
                 name,
-                aws_conn_id=self.aws_conn_id,
-                region_name=self.region_name,
-                verify=self.verify,
-                botocore_config=self.botocore_config,
+                **self.aws_settings(),
                 poll_interval=float(self.check_interval),
                 deadline=deadline,
                 stop_on_kill=True,

@@ -11,7 +11,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["check_currency", "check_overrides", "number_or_none"]
+__all__ = ["PRICE_LIST_CURRENCY", "check_currency", "check_overrides", "number_or_none"]
+
+#: The Price List's currency, and every price setting's default.
+PRICE_LIST_CURRENCY = "USD"
 
 
 def number_or_none(value: Any) -> float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_transient
 from airflow_hetero.pricing.cache import PriceCache
@@ -25,6 +25,9 @@ from airflow_hetero.pricing.price_list import (
     training_filters,
     unknown,
 )
+
+if TYPE_CHECKING:
+    from airflow_hetero.pricing.settings import PriceSettings
 
 log = logging.getLogger(__name__)
 
@@ -122,14 +125,12 @@ def resolve_prices(
 
 
 def training_prices(
-    instance_types: Iterable[str | None],
-    region: str,
-    *,
-    client: Any = None,
-    overrides: Mapping[str, float] | None = None,
-    currency: str = PRICE_LIST_CURRENCY,
+    instance_types: Iterable[str | None], region: str, settings: PriceSettings, *, client: Any = None
 ) -> dict[str, Price]:
-    """:func:`resolve_prices` with the disk cache of ``region`` for ``client``'s endpoint: what the
-    summary operator (through its hook), the asset's cost and ``airflow-hetero summarize`` all use."""
+    """:func:`resolve_prices` per ``settings``, with the disk cache of ``region`` for ``client``'s endpoint
+    (``client`` None: the Pricing API is not asked): what the summary operator (through its hook), the
+    asset's cost and ``airflow-hetero summarize`` all use."""
     cache = PriceCache(region, client.meta.endpoint_url) if client is not None else None
-    return resolve_prices(instance_types, region, client=client, overrides=overrides, currency=currency, cache=cache)
+    return resolve_prices(
+        instance_types, region, client=client, overrides=settings.overrides, currency=settings.currency, cache=cache
+    )

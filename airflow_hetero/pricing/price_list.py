@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # Re-exported (``as``): the checks live where a DAG parse can import them without this module's dataclass.
+from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY as PRICE_LIST_CURRENCY  # noqa: PLC0414
 from airflow_hetero.pricing.checks import check_currency as check_currency  # noqa: PLC0414
 from airflow_hetero.pricing.checks import check_overrides as check_overrides  # noqa: PLC0414
 from airflow_hetero.pricing.checks import number_or_none as number_or_none  # noqa: PLC0414
@@ -28,8 +29,6 @@ ATTR_PRODUCT_FAMILY = "productFamily"
 ATTR_REGION = "regionCode"
 ATTR_INSTANCE = "instanceName"
 ATTR_COMPONENT = "platoinstancetype"
-#: The Price List's currency.
-PRICE_LIST_CURRENCY = "USD"
 #: Regions whose endpoint answers the Price List Query API (api.pricing.<region>.amazonaws.com).
 PRICING_API_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
 #: The China partition's one Price List endpoint.

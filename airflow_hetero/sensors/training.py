@@ -14,22 +14,24 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseSensorOperator, PokeReturnValue, default_deferrable
+from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
+from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
+from airflow_hetero.pricing.settings import PriceSettings
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.hooks.training import HeteroTrainingHook
 
 
-class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
+class HeteroTrainingSensor(JobOutputsMixin, AwsSettings, BaseSensorOperator):
     """Wait until the SageMaker training job ``job_name`` finishes; return its result dict.
 
     :param job_name: the job to watch (templated), e.g.
         ``"{{ ti.xcom_pull('train')['training_job_name'] }}"``.
-    :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
-    :param region_name: overrides the connection's region.
-    :param verify: TLS certificate verification for AWS calls (False, or a CA bundle path).
-    :param botocore_config: ``botocore.config.Config`` options as a dict (retries, timeouts, proxies).
+    :param aws_conn_id, region_name, verify, botocore_config: the AWS connection, its region, TLS
+        verification (False, or a CA bundle path) and ``botocore.config.Config`` options, as on the Amazon
+        provider's operators (:mod:`airflow_hetero.hooks.aws_settings`).
     :param fail_on_stopped: a Stopped job fails the task (default) or counts as done.
     :param print_log: when the job has finished, print the last ``log_tail_lines`` lines of
         every host, prefixed ``[group/host]``.
@@ -42,14 +44,14 @@ class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
         the Price List Query API); ``use_pricing_api`` False: ask only these. As on the summary operator.
     """
 
-    template_fields: Sequence[str] = ("job_name", "aws_conn_id", "region_name", "verify")
+    template_fields: Sequence[str] = aws_template_fields("job_name")
     ui_color = "#f0eee4"
 
     def __init__(
         self,
         *,
         job_name: str,
-        aws_conn_id: str | None = "aws_default",
+        aws_conn_id: str | None = DEFAULT_AWS_CONN_ID,
         region_name: str | None = None,
         verify: bool | str | None = None,
         botocore_config: dict[str, Any] | None = None,
@@ -59,29 +61,19 @@ class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
         deferrable: bool | None = None,
         model_asset: Asset | str | None = None,
         prices: Mapping[str, float] | None = None,
-        currency: str = "USD",
+        currency: str = PRICE_LIST_CURRENCY,
         use_pricing_api: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.model_asset = self.declare_model_asset(
-            model_asset, prices=prices, currency=currency, use_pricing_api=use_pricing_api
-        )
+        self.set_aws_settings(aws_conn_id, region_name, verify, botocore_config)
+        self.price_settings = PriceSettings.of(prices, currency, use_pricing_api)  # a bad price fails the parse
+        self.model_asset = self.declare_model_asset(model_asset)
         self.job_name = job_name
-        self.aws_conn_id = aws_conn_id
-        self.region_name = region_name
-        self.verify = verify
-        self.botocore_config = botocore_config
         self.fail_on_stopped = fail_on_stopped
         self.print_log = print_log
         self.log_tail_lines = log_tail_lines
         self.deferrable = default_deferrable() if deferrable is None else deferrable
-
-    def make_hook(self) -> HeteroTrainingHook:
-        """A fresh hook (no state survives between pokes)."""
-        from airflow_hetero.hooks.training import HeteroTrainingHook
-
-        return HeteroTrainingHook.for_task(self)
 
     @records_outputs
     def execute(self, context: Context) -> Any:
@@ -96,10 +88,7 @@ class HeteroTrainingSensor(JobOutputsMixin, BaseSensorOperator):
         self.defer(
             trigger=HeteroTrainingTrigger(
                 self.job_name,
-                aws_conn_id=self.aws_conn_id,
-                region_name=self.region_name,
-                verify=self.verify,
-                botocore_config=self.botocore_config,
+                **self.aws_settings(),
                 poll_interval=float(self.poke_interval),
                 deadline=time.time() + float(self.timeout),
             ),

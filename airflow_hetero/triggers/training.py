@@ -32,6 +32,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_transient
+from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings
 from airflow_hetero.job.outcome import classify
 from airflow_hetero.job.waiting import NOT_FOUND_YET, not_found_yet, wait_limit_seconds
 
@@ -49,17 +50,15 @@ def _epoch(value: Any) -> float | None:
     return None
 
 
-class HeteroTrainingTrigger(BaseTrigger):
+class HeteroTrainingTrigger(AwsSettings, BaseTrigger):
     """Fire once the training job ``job_name`` is Completed, Failed or Stopped.
 
     :param job_name: the SageMaker training job to watch.
-    :param aws_conn_id: Airflow AWS connection (its ``endpoint_url`` extra is honoured).
-    :param region_name: overrides the connection's region.
+    :param aws_conn_id, region_name, verify, botocore_config: the AWS connection and client settings, as
+        on the operator (:mod:`airflow_hetero.hooks.aws_settings`); serialized under these names.
     :param poll_interval: seconds between DescribeTrainingJob calls.
     :param deadline: epoch seconds after which the trigger gives up with a ``timeout`` event;
         None derives it from the job (CreationTime + MaxRuntime [+ MaxWait] + margin).
-    :param verify: passed to the AWS hook (TLS verification).
-    :param botocore_config: dict of ``botocore.config.Config`` options.
     :param stop_on_kill: stop the job when a user kills the deferred task (mark failed/success,
         clear); the operator sets it for jobs it owns, the sensor does not.
     :param started_at: epoch seconds the task started (default: now); bounds the wait while no
@@ -78,7 +77,7 @@ class HeteroTrainingTrigger(BaseTrigger):
         self,
         job_name: str,
         *,
-        aws_conn_id: str | None = "aws_default",
+        aws_conn_id: str | None = DEFAULT_AWS_CONN_ID,
         region_name: str | None = None,
         poll_interval: float = 30,
         deadline: float | None = None,
@@ -92,12 +91,9 @@ class HeteroTrainingTrigger(BaseTrigger):
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.job_name = job_name
-        self.aws_conn_id = aws_conn_id
-        self.region_name = region_name
+        self.set_aws_settings(aws_conn_id, region_name, verify, botocore_config)
         self.poll_interval = poll_interval
         self.deadline = deadline
-        self.verify = verify
-        self.botocore_config = botocore_config
         self.stop_on_kill = stop_on_kill
         self.started_at = time.time() if started_at is None else float(started_at)
         self.created_at = created_at
@@ -116,12 +112,9 @@ class HeteroTrainingTrigger(BaseTrigger):
         """
         kwargs: dict[str, Any] = {
             "job_name": self.job_name,
-            "aws_conn_id": self.aws_conn_id,
-            "region_name": self.region_name,
+            **self.aws_settings(),
             "poll_interval": self.poll_interval,
             "deadline": self.deadline,
-            "verify": self.verify,
-            "botocore_config": self.botocore_config,
             "stop_on_kill": self.stop_on_kill,
             "started_at": self.started_at,
             "created_at": self.created_at,
@@ -130,12 +123,6 @@ class HeteroTrainingTrigger(BaseTrigger):
         if self.not_found_grace_seconds is not None:
             kwargs["not_found_grace_seconds"] = self.not_found_grace_seconds
         return CLASS_PATH, kwargs
-
-    def _hook(self) -> Any:
-        """The SageMaker hook (its async client is used); imported here, when the trigger runs."""
-        from airflow_hetero.hooks.training import HeteroTrainingHook
-
-        return HeteroTrainingHook.for_task(self)
 
     def _event(self, status: str, describe: dict[str, Any] | None, message: str | None = None) -> TriggerEvent:
         describe = describe or {}
@@ -168,10 +155,9 @@ class HeteroTrainingTrigger(BaseTrigger):
         Status comes from the loop's shared :class:`~airflow_hetero.triggers.watcher.JobWatcher`:
         one client and batched checks for every trigger of the same connection.
         """
-        from airflow_hetero.triggers.watcher import JobWatcher, watch_key
+        from airflow_hetero.triggers.watcher import JobWatcher
 
-        key = watch_key(self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
-        watcher = JobWatcher.shared(key, self._hook, self.retry_policy)
+        watcher = JobWatcher.shared(self.aws_settings_key(), self.make_hook, self.retry_policy)
         async with watcher.subscribe(self.job_name, self.poll_interval) as subscription:
             event = await self._wait(subscription.updates)
         yield event
@@ -230,7 +216,7 @@ class HeteroTrainingTrigger(BaseTrigger):
         """A user killed the deferred task: stop the job when this trigger owns it."""
         if not self.stop_on_kill:
             return
-        hook = await asyncio.to_thread(self._hook)
+        hook = await asyncio.to_thread(self.make_hook)
         async with await hook.async_client() as client:
             try:
                 await acall_with_retry(

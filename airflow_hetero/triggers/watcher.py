@@ -24,19 +24,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._retry import RetryPolicy, acall_with_retry, is_transient
 
+if TYPE_CHECKING:
+    # equal for triggers whose hooks reach the same service the same way: they share a watcher
+    from airflow_hetero.hooks.aws_settings import AwsSettingsKey as WatchKey
+
 log = logging.getLogger(__name__)
 
-WatchKey = tuple[str | None, str | None, str, str]
 
 #: ListTrainingJobs looks back this far before the newest change seen: the list's lag, and the
 #: difference between this machine's clock and SageMaker's.
@@ -88,11 +90,6 @@ class _Listing:
         if name in self.changed:
             return False
         return self.complete or name in self.seen
-
-
-def watch_key(aws_conn_id: str | None, region_name: str | None, verify: Any, botocore_config: Any) -> WatchKey:
-    """Triggers with equal keys can share one client."""
-    return (aws_conn_id, region_name, json.dumps(verify), json.dumps(botocore_config, sort_keys=True, default=str))
 
 
 def _summary(item: dict[str, Any]) -> tuple[Any, ...]:

@@ -21,7 +21,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "create_connection", refuse)
 
 
-def test_prices_parse_into_checked_overrides() -> None:
+def test_prices_parse_into_the_prices_mapping() -> None:
     assert parse_prices(["ml.p4d.24xlarge=37.69", " ml.c5.xlarge = 0.2"]) == {
         "ml.p4d.24xlarge": 37.69,
         "ml.c5.xlarge": 0.2,

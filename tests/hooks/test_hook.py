@@ -99,7 +99,7 @@ def test_find_surfaces_other_validation_errors() -> None:
     ],
 )
 def test_classify(status: str, state: str) -> None:
-    assert HeteroTrainingHook.classify({"TrainingJobStatus": status}) == state
+    assert classify({"TrainingJobStatus": status}) == state
 
 
 def test_classify_rejects_unknown_status() -> None:

@@ -320,6 +320,7 @@ def test_cli_summarize_prints_the_operators_table_and_verdict(
     from airflow_hetero.cli import main
     from airflow_hetero.logs.report import format_report
     from airflow_hetero.pricing.lookup import training_prices
+    from airflow_hetero.pricing.settings import PriceSettings
 
     monkeypatch.setenv("AIRFLOW_HETERO_CACHE_DIR", str(tmp_path))
     argv = ["summarize", completed_job, "--endpoint-url", endpoint.url, "--region", "us-east-1"]
@@ -337,7 +338,7 @@ def test_cli_summarize_prints_the_operators_table_and_verdict(
     summary = summarize_training_job(
         completed_job,
         **clients,
-        prices=lambda types: training_prices(types, "us-east-1", client=pricing, overrides={"ml.c5.xlarge": 0.25}),
+        prices=lambda types: training_prices(types, "us-east-1", PriceSettings({"ml.c5.xlarge": 0.25}), client=pricing),
     )
     assert out == f"{format_report(summary)}\n"  # the operator's report: the table, then the verdict
     assert "price of ml.c5.xlarge: 0.25 USD/h (prices=)" in out

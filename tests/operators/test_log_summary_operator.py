@@ -1,10 +1,11 @@
-"""HeteroLogSummaryOperator with mock_aws and a plain context."""
+"""HeteroLogSummaryOperator with mock_aws (and once through HTTPS and a proxy) and a plain context."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
@@ -120,7 +121,7 @@ def test_custom_error_patterns(job: str) -> None:
 
 
 def test_arguments_are_checked_when_the_dag_is_parsed() -> None:
-    assert HeteroLogSummaryOperator.template_fields == ("job_name",)
+    assert HeteroLogSummaryOperator.template_fields == ("job_name", "aws_conn_id", "region_name", "verify")
     with pytest.raises(ValueError, match="invalid pattern"):
         HeteroLogSummaryOperator(task_id="s", job_name="j", error_patterns=["(bad"])
     with pytest.raises(ValueError, match="tail_lines"):
@@ -197,3 +198,38 @@ def test_training_task_id_finds_the_job_its_task_created(job: str) -> None:
     for both_or_neither in ({}, {"job_name": "j", "training_task_id": "train"}):
         with pytest.raises(ValueError, match="give job_name or training_task_id"):
             HeteroLogSummaryOperator(task_id="s", **both_or_neither)
+
+
+def test_a_connection_behind_a_private_ca_and_a_proxy_is_summarised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint's certificate is in no public trust store and its host is known only to the proxy:
+    the summary reads it with ``verify`` (the CA bundle) and ``botocore_config`` (the proxy), as training does."""
+    from botocore.config import Config
+    from support.moto_jobs import aws_connection_env
+    from support.tls_endpoint import tls_moto_endpoint
+
+    with tls_moto_endpoint(tmp_path) as endpoint:
+        config = {"proxies": {"https": endpoint.proxy}, "connect_timeout": 7, "retries": {"total_max_attempts": 2}}
+        proxied = Config(proxies={"https": endpoint.proxy})
+        reach = {"endpoint_url": endpoint.url, "verify": str(endpoint.ca_bundle), "config": proxied}
+        create_job(boto3.client("sagemaker", **reach), "summ-tls", [("solo", "ml.c5.xlarge", 1)])
+        put_stream(boto3.client("logs", **reach), "summ-tls/algo-1-1700000000", ["SM_CURRENT_HOST=algo-1", "hello"])
+        monkeypatch.setenv(*aws_connection_env("private_ca", endpoint.url))
+        operator = HeteroLogSummaryOperator(
+            task_id="summary",
+            job_name="summ-tls",
+            aws_conn_id="private_ca",
+            verify=str(endpoint.ca_bundle),
+            botocore_config=config,
+            use_pricing_api=False,
+        )
+        summary = operator.execute({"ti": MagicMock()})  # type: ignore[arg-type]
+        hook = operator.make_hook()
+        for client in (hook.conn, hook.logs_client, hook.cloudwatch_client):
+            assert client.meta.config.proxies == config["proxies"]
+            assert client.meta.config.connect_timeout == 7
+            assert client._endpoint.http_session._verify == str(endpoint.ca_bundle)
+    assert summary["status"] == "Completed" and summary["groups"]["solo"]["hosts"] == ["algo-1"]
+    assert summary["api_calls"]["GetMetricData"] == 1  # CloudWatch, too, through the proxy
+    assert {tunnel.partition(":")[0] for tunnel in endpoint.tunnels} == {"sagemaker.hetero.test"}

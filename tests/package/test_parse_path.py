@@ -36,6 +36,9 @@ PARSE_PATH = {
     "airflow_hetero.definition.validated",
     "airflow_hetero.pricing",
     "airflow_hetero.pricing.checks",
+    "airflow_hetero.pricing.settings",
+    "airflow_hetero.hooks",
+    "airflow_hetero.hooks.aws_settings",
 }
 #: Libraries a re-parse must not load (the validation cache exists so that it does not).
 HEAVY = ("pydantic", "pydantic_core", "botocore", "boto3", "aiobotocore", "yaml", "jsonschema")

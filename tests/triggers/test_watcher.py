@@ -17,7 +17,7 @@ from support.service_model import check_answer, check_request
 
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.triggers import HeteroTrainingTrigger
-from airflow_hetero.triggers.watcher import REFRESH_INTERVALS, JobWatcher, _by_loop, watch_key
+from airflow_hetero.triggers.watcher import REFRESH_INTERVALS, JobWatcher, _by_loop
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.001, max_delay=0.001)
 
@@ -124,7 +124,7 @@ def service(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> 
         time.sleep(start_delay)  # the watcher makes its hook in a thread: the event loop goes on
         return FakeHook(fake)
 
-    monkeypatch.setattr(HeteroTrainingTrigger, "_hook", hook)
+    monkeypatch.setattr(HeteroTrainingTrigger, "make_hook", hook)
     # call counts must not depend on how slow the machine is: no refresh unless a test asks for it
     monkeypatch.setattr("airflow_hetero.triggers.watcher.REFRESH_INTERVALS", 10**6)
     return fake
@@ -267,12 +267,14 @@ async def test_a_missing_job_ends_only_its_own_trigger(service: FakeSageMaker) -
 
 
 async def test_connections_and_configs_get_their_own_watchers(service: FakeSageMaker) -> None:
-    key_a = watch_key("aws_a", None, None, None)
-    key_b = watch_key("aws_b", None, None, None)
-    key_c = watch_key("aws_a", None, None, {"retries": {"mode": "standard"}})
+    def key(conn: str, region: str | None = None, config: dict[str, Any] | None = None) -> Any:
+        trigger = HeteroTrainingTrigger("j", aws_conn_id=conn, region_name=region, botocore_config=config)
+        return trigger.aws_settings_key()
+
+    key_a, key_b, key_c = key("aws_a"), key("aws_b"), key("aws_a", config={"retries": {"mode": "standard"}})
     watchers = {JobWatcher.shared(k, lambda: FakeHook(service), FAST) for k in (key_a, key_b, key_c, key_a)}
     assert len(watchers) == 3
-    assert watch_key("c", "r", None, {"a": 1, "b": 2}) == watch_key("c", "r", None, {"b": 2, "a": 1})
+    assert key("c", "r", {"a": 1, "b": 2}) == key("c", "r", {"b": 2, "a": 1})
 
 
 async def test_two_triggers_on_one_job_both_get_the_answer(service: FakeSageMaker) -> None:

@@ -22,6 +22,7 @@ from airflow_hetero.pricing.price_list import (
     ATTR_INSTANCE,
     ATTR_PRODUCT_FAMILY,
     ATTR_REGION,
+    PRICE_LIST_CURRENCY,
     PRODUCT_FAMILY,
     SERVICE_CODE,
     TRAINING_COMPONENT,
@@ -76,7 +77,7 @@ def _product(instance_type: str, region: str) -> str:
                             f"{sku}.LOCAL.HOURS": {
                                 "unit": "Hrs",
                                 "description": f"{STAND_IN_NOTE}: ${price} per {instance_type} training hour",
-                                "pricePerUnit": {"USD": price},
+                                "pricePerUnit": {PRICE_LIST_CURRENCY: price},
                             }
                         },
                         "sku": sku,

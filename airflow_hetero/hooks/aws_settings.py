@@ -1,0 +1,92 @@
+"""The four AWS arguments every task and trigger of this package takes, declared once.
+
+``aws_conn_id``, ``region_name``, ``verify`` and ``botocore_config`` mean what they mean on the
+Amazon provider's operators (its ``AwsBaseHookMixin`` and ``aws_template_fields``):
+
+* ``aws_conn_id``: the Airflow AWS connection (``endpoint_url`` in its extra is honoured);
+  None: boto3's own credential chain.
+* ``region_name``: overrides the connection's region.
+* ``verify``: TLS certificate verification of AWS calls: False, or the path of a CA bundle (a
+  private CA); None: botocore's default.
+* ``botocore_config``: ``botocore.config.Config`` options as a dict (proxies, retries, timeouts).
+
+The training operator, the sensor, the summary operator and the trigger all inherit
+:class:`AwsSettings`: it keeps the four as attributes (the names Airflow templates and the trigger
+serializes) and builds :class:`~airflow_hetero.hooks.training.HeteroTrainingHook` from them. A new
+AWS argument goes here (docs/architecture.md). Importing this module loads neither the hook nor
+boto3: a DAG file pays for these few lines only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from airflow_hetero.hooks.training import HeteroTrainingHook
+
+#: The connection used when none is named (``AwsBaseHook.default_conn_name``, without importing it).
+DEFAULT_AWS_CONN_ID = "aws_default"
+#: The AWS keyword arguments, in the order tasks declare them (and the trigger serializes them).
+AWS_ARGUMENTS = ("aws_conn_id", "region_name", "verify", "botocore_config")
+#: The ones rendered with Jinja (as the Amazon provider's: a config dict is not).
+AWS_TEMPLATE_FIELDS = ("aws_conn_id", "region_name", "verify")
+#: :meth:`AwsSettings.aws_settings_key`: connection, region, ``verify`` and the config as JSON.
+AwsSettingsKey: TypeAlias = "tuple[str | None, str | None, str, str]"
+
+
+@functools.cache
+def aws_template_fields(*extra: str) -> tuple[str, ...]:
+    """``extra`` template fields followed by the AWS ones, each once (the task's own fields first, so
+    Rendered Templates lists them in the order it did)."""
+    if not all(isinstance(name, str) for name in extra):
+        raise TypeError(f"template fields are names (str), got {', '.join(map(repr, extra))}")
+    return tuple(dict.fromkeys((*extra, *AWS_TEMPLATE_FIELDS)))
+
+
+class AwsSettings:
+    """Holds the AWS arguments (see the module doc) and builds the hook from them.
+
+    A class using it keeps the four keyword arguments in its own ``__init__`` signature (Airflow
+    fills ``default_args`` from that signature) and passes them to :meth:`set_aws_settings`.
+    """
+
+    aws_conn_id: str | None = DEFAULT_AWS_CONN_ID
+    region_name: str | None = None
+    verify: bool | str | None = None
+    botocore_config: dict[str, Any] | None = None
+
+    def set_aws_settings(
+        self,
+        aws_conn_id: str | None,
+        region_name: str | None,
+        verify: bool | str | None,
+        botocore_config: dict[str, Any] | None,
+    ) -> None:
+        """Keep the four AWS arguments (attributes of these names: templated, serialized)."""
+        self.aws_conn_id = aws_conn_id
+        self.region_name = region_name
+        self.verify = verify
+        self.botocore_config = botocore_config
+
+    def aws_settings(self) -> dict[str, Any]:
+        """The AWS arguments as keyword arguments (for a trigger, or its serialized kwargs)."""
+        return {name: getattr(self, name) for name in AWS_ARGUMENTS}
+
+    def aws_settings_key(self) -> AwsSettingsKey:
+        """Equal for two holders whose hooks reach the same service the same way (hashable; a
+        config's keys in any order)."""
+        config = json.dumps(self.botocore_config, sort_keys=True, default=str)
+        return (self.aws_conn_id, self.region_name, json.dumps(self.verify), config)
+
+    def make_hook(self) -> HeteroTrainingHook:
+        """A new hook for these settings (the hook module, the provider and boto3 load here)."""
+        from airflow_hetero.hooks.training import HeteroTrainingHook
+
+        return HeteroTrainingHook(
+            aws_conn_id=self.aws_conn_id,
+            region_name=self.region_name,
+            verify=self.verify,
+            config=self.botocore_config,
+        )

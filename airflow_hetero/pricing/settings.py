@@ -1,0 +1,68 @@
+"""What prices a run's cost: the overrides, their currency, whether to ask the Price List (stdlib only).
+
+The training operator, the sensor and the summary operator take them as ``prices``, ``currency``
+and ``use_pricing_api``; ``airflow-hetero summarize`` as ``--price``, ``--currency`` and
+``--no-pricing-api``. Each makes one :class:`PriceSettings` with :meth:`PriceSettings.of`, which
+checks them (a bad price or currency fails the DAG's parse, not the run), and hands it whole to
+the hook's ``training_prices``, the model asset's cost and the summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY, check_currency, check_overrides
+
+
+class PriceSettings:
+    """Prices per instance-hour that win over the Price List (``overrides``), the ``currency`` of
+    those and of the cost, and whether the Price List Query API is asked (``use_api``) for the rest.
+
+    Make one with :meth:`of`, which checks what it is given. The Price List is in USD: with another
+    currency only the overrides price anything. Immutable. (A plain class, not a dataclass or a
+    NamedTuple: a DAG file makes one per task, and those build their methods at import, about
+    0.5-2 ms of every forked parse; tests/package/test_parse_path.py holds the parse to that.)
+    """
+
+    __slots__ = ("currency", "overrides", "use_api")
+    overrides: Mapping[str, float]
+    currency: str
+    use_api: bool
+
+    def __init__(
+        self, overrides: Mapping[str, float] | None = None, currency: str = PRICE_LIST_CURRENCY, use_api: bool = True
+    ) -> None:
+        object.__setattr__(self, "overrides", dict(overrides or {}))
+        object.__setattr__(self, "currency", currency)
+        object.__setattr__(self, "use_api", use_api)
+
+    @classmethod
+    def of(
+        cls,
+        prices: Mapping[str, Any] | None = None,
+        currency: str = PRICE_LIST_CURRENCY,
+        use_pricing_api: bool = True,
+    ) -> PriceSettings:
+        """Checked, from the operators' keyword arguments: ``prices`` are ``{"ml.<type>": price >= 0}``,
+        ``currency`` an ISO-4217 code (ValueError otherwise)."""
+        return cls(check_overrides(prices), check_currency(currency), bool(use_pricing_api))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"PriceSettings is immutable: cannot set {name}")
+
+    def __reduce__(self) -> tuple[type[PriceSettings], tuple[dict[str, float], str, bool]]:
+        return (PriceSettings, (dict(self.overrides), self.currency, self.use_api))
+
+    def _key(self) -> tuple[tuple[tuple[str, float], ...], str, bool]:
+        return (tuple(sorted(self.overrides.items())), self.currency, self.use_api)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PriceSettings) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        overrides, currency, use_api = dict(self.overrides), self.currency, self.use_api
+        return f"PriceSettings({overrides=!r}, {currency=!r}, {use_api=!r})"

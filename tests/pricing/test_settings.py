@@ -1,0 +1,52 @@
+"""PriceSettings: the price arguments as one checked value, for every task and the CLI."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+
+from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
+from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY
+from airflow_hetero.pricing.settings import PriceSettings
+from airflow_hetero.sensors import HeteroTrainingSensor
+
+#: The smallest definition that passes the parse-time check.
+JOB = {
+    "role": "arn:aws:iam::123456789012:role/SageMakerRole",
+    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
+    "output_path": "s3://bucket/output",
+    "instance_type": "ml.c5.xlarge",
+    "instance_count": 1,
+}
+
+
+def test_of_checks_and_copies_what_it_is_given() -> None:
+    given = {"ml.p4d.24xlarge": 37}
+    settings = PriceSettings.of(given, "EUR", use_pricing_api=False)
+    assert settings == PriceSettings({"ml.p4d.24xlarge": 37.0}, "EUR", False)
+    given["ml.c5.xlarge"] = 1.0
+    assert dict(settings.overrides) == {"ml.p4d.24xlarge": 37.0}
+    assert PriceSettings.of() == PriceSettings() == PriceSettings({}, PRICE_LIST_CURRENCY, True)
+    for bad in ({"prices": {"p4d": 1}}, {"prices": {"ml.p4d.24xlarge": -1}}, {"currency": "usd"}):
+        with pytest.raises(ValueError):
+            PriceSettings.of(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **p: HeteroTrainingOperator(task_id="t", job=JOB, **p),
+        lambda **p: HeteroTrainingSensor(task_id="s", job_name="j", **p),
+        lambda **p: HeteroLogSummaryOperator(task_id="l", job_name="j", **p),
+    ],
+    ids=["operator", "sensor", "summary"],
+)
+def test_each_task_sets_its_price_settings_in_init_and_survives_copies(make: object) -> None:
+    task = make(prices={"ml.c5.xlarge": 0.2}, currency="EUR", use_pricing_api=False)  # type: ignore[operator]
+    assert task.price_settings == PriceSettings({"ml.c5.xlarge": 0.2}, "EUR", False)
+    assert pickle.loads(pickle.dumps(task.price_settings)) == task.price_settings
+    assert copy.deepcopy(task).price_settings == task.price_settings
+    with pytest.raises(ValueError, match="currency"):
+        make(currency="euro")  # type: ignore[operator]
