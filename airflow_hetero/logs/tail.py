@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code
 from airflow_hetero.job.resource_config import instance_groups
@@ -31,18 +31,9 @@ EVENT_OVERHEAD_BYTES = 26
 FULL_PAGE_BYTES = 1_048_576 - 64 * 1024
 
 
-class GroupResolver(Protocol):
-    """Learns host -> instance group from log lines."""
-
-    def feed(self, stream: str, host: str, message: str) -> None:
-        """Look at one log event of ``stream`` (written by ``host``)."""
-
-    def group_of(self, host: str) -> str | None:
-        """The host's instance group, once known."""
-
-
 class LogsGroupResolver:
-    """:class:`GroupResolver` on :mod:`airflow_hetero.logs.streams`: the same evidence rules as the summaries.
+    """Learns host -> instance group from log lines with :mod:`airflow_hetero.logs.streams`
+    (the same evidence rules as the summaries).
 
     The mapping is recomputed only when a host is asked for that is not mapped yet and new lines
     have arrived since the last attempt, so following a chatty job stays cheap.
@@ -93,7 +84,7 @@ class LogTailer:
     logs_client: Any
     job_name: str
     emit: Callable[[str], None]
-    resolver: GroupResolver
+    resolver: LogsGroupResolver
     expected_hosts: int = 0
     log_group: str = LOG_GROUP
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 
 class _TaskLog(Protocol):
+    """The task's logger: a logging.Logger on Airflow 2.11, a structlog logger on Airflow 3."""
+
     def info(self, msg: Any, /, *args: Any) -> Any: ...
 
 
