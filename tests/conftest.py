@@ -36,16 +36,6 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ["AIRFLOW_HETERO_CACHE_DIR"] = str(_HOME / "validated-cache")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist with ``--dist loadgroup`` (``make test``), a file's tests run on one worker,
-    so a module's fixtures (its offline endpoint) start once; a test naming an ``xdist_group`` joins
-    that group instead. Tried first: xdist reads the groups in its own hook."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
-
-
 @pytest.fixture(autouse=True)
 def _fixed_ports(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test marked ``fixed_ports`` runs alone among such tests on this machine (support.loopback)."""
