@@ -3,8 +3,8 @@
 # It runs its stages side by side (`make -j`), then the system test; each stage prints its seconds.
 PYTHON ?= python3
 # Stages of `make test` at once (the venvs are created side by side too), and pytest-xdist workers
-# per suite: the suites wait on processes they start (endpoints, hosts, Airflow), so more workers
-# than cores pay off (docs/development.md has the measurements). WORKERS=0 runs a suite in one process.
+# per suite (a suite in one process keeps a core ~80% busy and waits on its endpoints' hosts and
+# Airflow the rest; docs/development.md has the measurements). WORKERS=0 runs a suite in one process.
 JOBS    ?= 4
 WORKERS ?= 3
 TIMED   := .ci/timed
