@@ -1,6 +1,13 @@
 # Quick start: `make demo` and `make test`. Both create .venv on first use.
 # `make test` runs the suite twice: on the latest Airflow 3 (.venv) and on Airflow 2.11 (.venv-af2).
+# It runs its stages side by side (`make -j`), then the system test; each stage prints its seconds.
 PYTHON ?= python3
+# Stages of `make test` at once (the venvs are created side by side too), and pytest-xdist workers
+# per suite (a suite in one process keeps a core ~80% busy and waits on its endpoints' hosts and
+# Airflow the rest; docs/development.md has the measurements). WORKERS=0 runs a suite in one process.
+JOBS    ?= 4
+WORKERS ?= 3
+TIMED   := .ci/timed
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
@@ -23,9 +30,19 @@ SYS_VENV        := .venv-system
 SYS_BIN         := $(SYS_VENV)/bin
 SYS_STAMP       := $(SYS_VENV)/.installed-stamp
 SYS_CONSTRAINTS := .ci/constraints-system.txt
-SYS_WHEELS      := $(SYS_VENV)/wheels
 
-.PHONY: test demo lint typecheck docs pytest pytest-af2 system system-wheel af2-constraints bench clean
+# The package's wheel, built once from this checkout (a copy of the files a wheel is made of, so no
+# build/lib is left behind) and used by every stage: the packaging and demo tests of both suites
+# (AIRFLOW_HETERO_TEST_WHEEL), the system test, the install check. Rebuilt when a source changes.
+WHEEL_DIR   := build/wheel
+WHEEL_STAMP := $(WHEEL_DIR)/.built-stamp
+# (the shell expands it when a recipe runs, after the wheel is built)
+WHEEL_FILE  := $$(echo $(CURDIR)/$(WHEEL_DIR)/airflow_hetero-*.whl)
+PACKAGE_SRC := pyproject.toml README.md LICENSE $(shell find airflow_hetero -type f -not -path '*/__pycache__/*')
+PYTEST_ARGS := -q -p no:cacheprovider $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadfile)
+
+.PHONY: test stages demo lint typecheck docs pytest pytest-af2 system system-wheel wheel pip-check venvs \
+	af2-constraints bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,35 +75,54 @@ $(SYS_STAMP): pyproject.toml $(SYS_CONSTRAINTS)
 		'moto[server]' psutil werkzeug pydantic PyYAML pytest pytest-asyncio
 	touch $(SYS_STAMP)
 
-# Build the wheel from this checkout and install it, not editable (its dependencies are already there).
-system-wheel: $(SYS_STAMP)
-	rm -rf $(SYS_WHEELS)
-	$(SYS_BIN)/python -m pip wheel -q --no-deps . -w $(SYS_WHEELS)
-	$(SYS_BIN)/python -m pip install -q --force-reinstall --no-deps $(SYS_WHEELS)/airflow_hetero-*.whl
+$(WHEEL_STAMP): $(STAMP) $(PACKAGE_SRC)
+	rm -rf $(WHEEL_DIR)
+	$(BIN)/python tests/support/installed.py $(WHEEL_DIR)
+	touch $(WHEEL_STAMP)
+
+wheel: $(WHEEL_STAMP)
+
+# The wheel installed into .venv-system, not editable (its dependencies are already there).
+system-wheel: $(SYS_STAMP) $(WHEEL_STAMP)
+	$(SYS_BIN)/python -m pip install -q --force-reinstall --no-deps $(WHEEL_FILE)
 	$(SYS_BIN)/python -m pip check
 
 # A production-shaped Airflow (PostgreSQL, Redis, CeleryExecutor, every component its own process)
 # against the offline endpoint; needs postgres/initdb, redis-server and chromium (.ci/run installs them).
 system: system-wheel
-	HETERO_SYSTEM_TEST=1 $(SYS_BIN)/pytest -q -p no:cacheprovider tests/system
+	HETERO_SYSTEM_TEST=1 $(TIMED) system $(SYS_BIN)/pytest -q -p no:cacheprovider tests/system
 
 lint: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/lint-imports --no-cache
+	$(TIMED) ruff $(BIN)/ruff check .
+	$(TIMED) lint-imports $(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
-	$(BIN)/mypy airflow_hetero
+	$(TIMED) mypy $(BIN)/mypy airflow_hetero
 
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+	$(TIMED) docs $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
-pytest: $(STAMP) $(SDK_STAMP) $(SDK3_STAMP)
-	$(BIN)/pytest -q
+pytest: $(STAMP) $(SDK_STAMP) $(SDK3_STAMP) $(WHEEL_STAMP)
+	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) pytest $(BIN)/pytest $(PYTEST_ARGS)
 
-pytest-af2: $(AF2_STAMP)
-	$(AF2_BIN)/pytest -q -p no:cacheprovider
+pytest-af2: $(AF2_STAMP) $(WHEEL_STAMP)
+	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) pytest-af2 $(AF2_BIN)/pytest $(PYTEST_ARGS)
 
-test: lint typecheck docs pytest pytest-af2 system
+# A new user's install, resolved (not installed) next to Airflow 2.11 and the latest Airflow 3 by the
+# oldest pip the README names, in a fresh venv that ignores this machine's pip settings (PyPI only).
+pip-check: $(WHEEL_STAMP)
+	$(TIMED) pip-check .ci/pip-check $(PYTHON) $(WHEEL_FILE)
+
+venvs: $(STAMP) $(AF2_STAMP) $(SDK_STAMP) $(SDK3_STAMP) $(SYS_STAMP)
+
+# Every stage but the system test, side by side; then the system test, on a machine no longer busy
+# with the suites (it starts a whole Airflow and times its runs).
+stages: pytest pytest-af2 pip-check lint typecheck docs system-wheel
+
+test:
+	$(TIMED) venvs $(MAKE) --no-print-directory -j$(JOBS) venvs
+	$(TIMED) stages $(MAKE) --no-print-directory -j$(JOBS) --output-sync=target stages
+	$(TIMED) system-stage $(MAKE) --no-print-directory system
 
 # Re-resolve the Airflow 2.11 pins (after changing dependencies): a fresh resolution, frozen.
 af2-constraints:
@@ -105,4 +141,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) $(SDK3_VENV) $(SYS_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(AF2_VENV) $(SDK_VENV) $(SDK3_VENV) $(SYS_VENV) $(WHEEL_DIR) .mypy_cache .ruff_cache .pytest_cache

@@ -7,9 +7,14 @@ or the user's own Airflow installation.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
+
+import pytest
 
 _HOME = Path(tempfile.mkdtemp(prefix="airflow-hetero-tests-"))
 
@@ -29,3 +34,27 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 # parse-time validation cache (airflow_hetero.definition.validated): never the user's ~/.cache
 os.environ["AIRFLOW_HETERO_CACHE_DIR"] = str(_HOME / "validated-cache")
+
+
+@pytest.fixture(autouse=True)
+def _fixed_ports(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``fixed_ports`` runs alone among such tests on this machine (support.loopback)."""
+    if request.node.get_closest_marker("fixed_ports") is None:
+        yield
+        return
+    from support.loopback import fixed_ports
+
+    with fixed_ports():
+        yield
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """Migrate the throwaway metadata DB (AIRFLOW_HOME above, one per process) once per test session."""
+    subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        check=True,
+        capture_output=True,
+        env=os.environ.copy(),
+        timeout=300,
+    )

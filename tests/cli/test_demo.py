@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 from support.installed import ROOT, built_wheel, run_without_modules, scratch_venv
 
+#: the example job's hosts listen on port 7100 of their loopback addresses
+pytestmark = pytest.mark.fixed_ports
+
 #: The most lines the default output may take (39 seen: steps, table, verdict, deploy).
 SHORT = 50
 #: Lines of Airflow's own log, which the default output leaves in WORKDIR/airflow.log.

@@ -175,15 +175,3 @@ def test_a_template_error_under_dag_test_fails_the_task_without_retry(
     assert str(ti.state) in ("failed", "TaskInstanceState.FAILED")
     assert ti.try_number == 1  # failed on its first try: retries=2 left unused
     assert jobs.calls["CreateTrainingJob"] == 0
-
-
-@pytest.fixture(scope="session")
-def airflow_db() -> None:
-    """Migrate the throwaway metadata DB (AIRFLOW_HOME from conftest) once per test session."""
-    import os
-    import subprocess
-    import sys
-
-    subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True, env=os.environ.copy()
-    )

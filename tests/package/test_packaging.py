@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 
 import pytest
@@ -39,3 +40,12 @@ def test_wheel_ships_the_example_dags_and_every_file_they_read() -> None:
     missing = [name for name in files if name not in wheel.namelist()]
     assert missing == []
     assert all(wheel.read(name) == (ROOT / name).read_bytes() for name in files)
+
+
+def test_the_docs_name_the_pip_the_install_check_resolves_with() -> None:
+    """`make test`'s install check (.ci/pip-check) resolves with MIN_PIP; every `pip>=` and "pip N or
+    newer" in the README and docs/ names that same pip."""
+    (min_pip,) = re.findall(r"^MIN_PIP=(\S+)$", (ROOT / ".ci" / "pip-check").read_text(), re.MULTILINE)
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    named = {v for page in pages for v in re.findall(r"pip>=([\d.]+)|pip ([\d.]+) or newer", page.read_text())}
+    assert {v for pair in named for v in pair if v} == {min_pip}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -46,9 +47,16 @@ def build_wheel(out: Path) -> Path:
     return wheel
 
 
+#: A wheel of this checkout built before the run (``make test`` builds it once for every suite).
+WHEEL_ENV = "AIRFLOW_HETERO_TEST_WHEEL"
+
+
 @functools.cache
 def built_wheel() -> Path:
-    """The wheel of this checkout, built once per test session (removed at exit)."""
+    """The wheel of this checkout: the one ``WHEEL_ENV`` names, else built once per test process
+    (removed at exit)."""
+    if given := os.environ.get(WHEEL_ENV):
+        return Path(given)
     out = Path(tempfile.mkdtemp(prefix="airflow-hetero-wheel-"))
     atexit.register(shutil.rmtree, out, ignore_errors=True)
     return build_wheel(out)
@@ -94,3 +102,7 @@ def run_without_modules(names: tuple[str, ...], *argv: str) -> subprocess.Comple
         """
     )
     return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, check=False)
+
+
+if __name__ == "__main__":  # `make wheel`: python tests/support/installed.py OUT_DIR
+    print(build_wheel(Path(sys.argv[1])))
