@@ -163,7 +163,7 @@ def describe_endpoint(endpoint: Any, out: TextIO) -> None:
     for what in ("capacity", "quota"):
         if state[what]:
             limits = ",".join(f"{t}={n}" for t, n in state[what].items())
-            out.write(f"{what} (instances at once; other types unlimited): {limits}\n")
+            out.write(f"{what} (other types unlimited): {limits}\n")
     if state["capacity"] or state["quota"]:
         example = '{"capacity": {"TYPE": N}}'
         out.write(f"change it while serving: curl -d '{example}' {endpoint.url}{CAPACITY_PATH}\n\n")
