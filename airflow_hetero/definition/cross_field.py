@@ -132,7 +132,8 @@ def fallback_problems(raw: Mapping[str, Any], argument: Any = None) -> Iterator[
             given[name] = (loc, entries or [])
     if argument is not None:
         problems += fallbacks.argument_problems(argument, stated if raw.get("instance_groups") is not None else [])
-        given.update({name: ((fallbacks.ARGUMENT, name), entries) for name, entries in dict(argument).items()})
+        if isinstance(argument, Mapping):
+            given.update({name: ((fallbacks.ARGUMENT, name), entries) for name, entries in argument.items()})
     yield from problems
     if problems or len(stated) != len(groups):
         return

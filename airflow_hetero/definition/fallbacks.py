@@ -32,8 +32,10 @@ __all__ = [
     "argument_problems",
     "candidate_problems",
     "candidates",
+    "check_argument",
     "list_problems",
     "request_groups",
+    "resolved",
     "with_cluster",
 ]
 
@@ -127,6 +129,25 @@ def candidates(entries: Iterable[Any], own_count: int) -> list[Candidate]:
             count = entry.get("instance_count")
             out.append((str(entry["instance_type"]), own_count if count is None else int(count)))
     return out
+
+
+def resolved(
+    groups: Sequence[Group], field: Mapping[str, Any], argument: Mapping[str, Any] | None
+) -> dict[str, list[Candidate]]:
+    """Each group's checked candidates in order of preference: the argument's list for the groups it
+    names, else the definition's (``field``: group -> its ``fallback_instance_types``)."""
+    chosen = {**field, **(argument or {})}
+    return {name: candidates(chosen.get(name) or [], count) for name, _, count in groups}
+
+
+def check_argument(argument: Any) -> None:
+    """Raise :class:`~airflow_hetero.definition.errors.JobDefinitionError` for an argument bad on its own
+    (its job not known yet: a file or a template, at DAG-parse time)."""
+    from airflow_hetero.definition.errors import JobDefinitionError
+
+    problems = argument_problems(argument, None)
+    if problems:
+        raise JobDefinitionError(problems, f"invalid {ARGUMENT}")
 
 
 def argument_problems(argument: Any, groups: Sequence[Group] | None) -> list[Problem]:

@@ -82,6 +82,10 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     :param model_asset: an Asset (or its URI, normally the definition's ``output_path``) this task
         updates when its job completes; the event's extra holds the job name, model artifact,
         instance groups, final metrics and the run's cost (docs/lineage.md). Needs ``wait_for_completion``.
+    :param fallback_instance_types: instance group name -> the types to try, in order of preference, when
+        SageMaker has no capacity for the group's type: each a type (the count stays) or ``{instance_type,
+        instance_count}`` (docs/capacity.md). Request mode's only way to give them; in definition mode it
+        replaces the definition's list of each group it names. Templated; checked at DAG parse like ``job``.
     :param prices: instance type -> price per instance-hour in ``currency`` for that cost (they win over
         the Price List Query API); ``use_pricing_api`` False: ask only these. As on the summary operator.
     """
@@ -99,8 +103,8 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     #: its first submit, and the next candidate name after a name race reuses them (uploads once).
     steps_role_arn: tuple[str | None] | None = None
 
-    template_fields: Sequence[str] = aws_template_fields("job", "request", "job_name")
-    template_fields_renderers = {"job": "json", "request": "json"}
+    template_fields: Sequence[str] = aws_template_fields("job", "request", "job_name", "fallback_instance_types")
+    template_fields_renderers = {"job": "json", "request": "json", "fallback_instance_types": "json"}
     operator_extra_links = (SageMakerTrainingJobLink(), TrainingJobLogsLink())
     ui_color = "#ede4ff"
 
@@ -110,6 +114,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         job: HeteroTrainingJob | Mapping[str, Any] | str | os.PathLike[str] | None = None,
         request: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         job_name: str | None = None,
+        fallback_instance_types: Mapping[str, Sequence[str | Mapping[str, Any]]] | str | None = None,
         aws_conn_id: str | None = DEFAULT_AWS_CONN_ID,
         region_name: str | None = None,
         verify: bool | str | None = None,
@@ -142,8 +147,14 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
             raise ValueError(f"give job= (a definition) or request= (a CreateTrainingJob request), not {given}")
         from airflow_hetero.definition.validated import check_at_parse
 
-        self.job: Mapping[str, Any] | str | None = check_at_parse(job, request=False)
-        self.request: Mapping[str, Any] | str | None = check_at_parse(request, request=True)
+        fallbacks = fallback_instance_types  # checked with the job or request it belongs to
+        self.job: Mapping[str, Any] | str | None = check_at_parse(
+            job, request=False, fallbacks=fallbacks if job is not None else None
+        )
+        self.request: Mapping[str, Any] | str | None = check_at_parse(
+            request, request=True, fallbacks=fallbacks if request is not None else None
+        )
+        self.fallback_instance_types = fallback_instance_types
         self.job_name = job_name
         self.wait_for_completion = wait_for_completion
         self.deferrable = default_deferrable() if deferrable is None else deferrable
@@ -207,7 +218,9 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         if isinstance(source, str):  # not rendered yet (execute() called directly)
             source = self.render_definition_file(source, context)
         try:
-            return load_submittable(source or {}, request=self.request is not None)
+            return load_submittable(
+                source or {}, request=self.request is not None, fallbacks=self.fallback_instance_types
+            )
         except JobDefinitionError as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
 
