@@ -106,9 +106,7 @@ class DefinitionJob:
         return source_upload(self.job, job_name, base=base_dir)
 
 
-def load_submittable(
-    source: Mapping[str, Any], *, request: bool, fallbacks: Mapping[str, Any] | None = None
-) -> Submittable:
+def load_submittable(source: Mapping[str, Any], *, request: bool, fallbacks: Any = None) -> Submittable:
     """A request (``request``) or a definition from ``source``, checked; JobDefinitionError lists every problem.
 
     ``fallbacks``: the operator's ``fallback_instance_types``, checked against the job's groups and the

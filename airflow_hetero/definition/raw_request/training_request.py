@@ -137,12 +137,12 @@ def fallback_problems(request: Mapping[str, Any], argument: Any) -> list[Problem
         return service_rules.service_problems(candidate) + service_rules.sdk_problems(candidate)
 
     lists = fallbacks_of(request, argument)
-    return list(fallbacks.candidate_problems(groups, lists, rules, lambda name, index: (fallbacks.ARGUMENT, name, index)))
+    return list(
+        fallbacks.candidate_problems(groups, lists, rules, lambda name, index: (fallbacks.ARGUMENT, name, index))
+    )
 
 
-def load_request(
-    source: Mapping[str, Any] | str | Path | TrainingRequest, *, fallbacks: Mapping[str, Any] | None = None
-) -> TrainingRequest:
+def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest, *, fallbacks: Any = None) -> TrainingRequest:
     """A request from a mapping or a YAML/JSON file, checked; JobDefinitionError lists every problem.
 
     ``fallbacks``: the operator's ``fallback_instance_types`` (``{group: [type or {instance_type,
@@ -151,7 +151,7 @@ def load_request(
     if isinstance(source, TrainingRequest):
         if fallbacks is None:
             return source
-        checked, problems = source, []
+        checked, problems = source, list[Problem]()
     elif not isinstance(source, Mapping):
         from airflow_hetero.definition.input_file import read_definition_file
 
