@@ -67,3 +67,21 @@ SDK_HYPERPARAMETERS = frozenset(
         MODEL_PARALLEL_HP,
     }
 )
+
+# Capacity and quotas (DESIGN.md section 9; the service's wording, as clients see it).
+#: FailureReason of a job SageMaker could not find instances for; it never started a host and bills nothing.
+CAPACITY_ERROR_REASON = (
+    "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+)
+#: The account quota on the instances of one type that training jobs use at once.
+TRAINING_QUOTA_NAME = "{instance_type} for training job usage"
+#: ``ResourceLimitExceeded`` at create: the limit's name and figures, then what to do.
+SERVICE_LIMIT_MESSAGE = (
+    "The account-level service limit '{name}' is {limit} Instances, with current utilization of {used} Instances "
+    "and a request delta of {delta} Instances. {advice}"
+)
+#: What SageMaker's quota refusals advise.
+QUOTA_INCREASE_ADVICE = (
+    "Please use AWS Service Quotas to request an increase for this quota. If AWS Service Quotas is not available, "
+    "contact AWS support to request an increase for this quota."
+)

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+#: The endpoint's control path of capacity and quotas (stated in ``api.control``; no import at start-up).
+CAPACITY_PATH = "/_airflow-hetero/capacity"
 #: Signals that stop ``local serve`` cleanly (SIGHUP: its terminal went away).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: Seconds between two looks of the main thread at whether a stop signal came.
@@ -92,8 +94,48 @@ def _add_serve(subparsers: Any) -> argparse.ArgumentParser:
         default=5.0,
         help="seconds between SIGTERM and SIGKILL when hosts are stopped (default 5)",
     )
+    serve.add_argument(
+        "--capacity",
+        type=_limits("--capacity"),
+        action="append",
+        default=[],
+        metavar="TYPE=N,...",
+        help="instances of each type that can run at once over all jobs (default: unlimited); a job beyond "
+        "it fails with SageMaker's CapacityError. E.g. ml.p4d.24xlarge=0,ml.g5.12xlarge=2",
+    )
+    serve.add_argument(
+        "--quota",
+        type=_limits("--quota"),
+        action="append",
+        default=[],
+        metavar="TYPE=N,...",
+        help="the account quota of each type (default: unlimited); a create beyond it answers ResourceLimitExceeded",
+    )
     serve.set_defaults(handler=serve_command)
     return serve
+
+
+def _limits(flag: str) -> Any:
+    """argparse ``type=`` of ``--capacity`` / ``--quota``: ``TYPE=N,...`` checked, a clear message when bad."""
+
+    def parse(text: str) -> dict[str, int | None]:
+        from airflow_hetero.local.training.capacity import parse_limits
+
+        try:
+            return parse_limits(text, flag)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
+
+    parse.__name__ = flag  # argparse names the type in its own errors
+    return parse
+
+
+def _merged(limits: list[dict[str, int | None]]) -> dict[str, int | None]:
+    """Several ``--capacity`` (``--quota``) flags: the later wins for a type named twice."""
+    merged: dict[str, int | None] = {}
+    for item in limits:
+        merged.update(item)
+    return merged
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -117,6 +159,14 @@ def describe_endpoint(endpoint: Any, out: TextIO) -> None:
         f"  export AWS_ENDPOINT_URL={endpoint.url} AWS_ACCESS_KEY_ID=testing "
         f"AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION={endpoint.region}\n\n"
     )
+    state = endpoint.capacity_state()
+    for what in ("capacity", "quota"):
+        if state[what]:
+            limits = ",".join(f"{t}={n}" for t, n in state[what].items())
+            out.write(f"{what} (other types unlimited): {limits}\n")
+    if state["capacity"] or state["quota"]:
+        example = '{"capacity": {"TYPE": N}}'
+        out.write(f"change it while serving: curl -d '{example}' {endpoint.url}{CAPACITY_PATH}\n\n")
     out.write("Press Ctrl-C to stop (running jobs are stopped and marked Failed).\n")
     out.flush()
 
@@ -157,6 +207,8 @@ def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         max_source_bytes=args.max_source_bytes,
         max_channel_bytes=args.max_channel_bytes,
         stop_grace=args.stop_grace,
+        capacity=_merged(args.capacity),
+        quota=_merged(args.quota),
     )
     done = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in STOP_SIGNALS}

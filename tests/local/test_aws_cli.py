@@ -137,3 +137,31 @@ def test_the_aws_cli_runs_a_rendered_job_end_to_end(endpoint: LocalEndpoint, ren
     assert refused.returncode != 0
     assert "reached max retries" not in refused.stderr  # a 4xx answered once, not a 5xx retried
     assert "ValidationException" in refused.stderr and "SageMaker.UpdateTrainingJob is not emulated" in refused.stderr
+
+
+@pytest.mark.skipif(not AWS.exists(), reason="the AWS CLI is a dev dependency (pip install awscli)")
+def test_the_aws_cli_sees_quota_refusals_and_capacity_failures(endpoint: LocalEndpoint, rendered: Any) -> None:
+    endpoint.client("s3").create_bucket(Bucket="cli-tests")
+    request = rendered("awscap-job", "print('ran')\n")  # train_group: 1 x ml.g5.xlarge
+    _upload_source(endpoint, request)
+    endpoint.set_quota({"ml.g5.xlarge": 0})
+    try:
+        refused = _aws(
+            endpoint, "sagemaker", "create-training-job", "--cli-input-json", f"file://{request}", check=False
+        )
+        assert refused.returncode != 0 and "reached max retries" not in refused.stderr
+        assert (
+            "An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: The "
+            "account-level service limit 'ml.g5.xlarge for training job usage' is 0 Instances"
+        ) in refused.stderr
+        endpoint.set_quota({"ml.g5.xlarge": None})
+        endpoint.set_capacity({"ml.g5.xlarge": 0})
+        _aws(endpoint, "sagemaker", "create-training-job", "--cli-input-json", f"file://{request}")
+        _ended(endpoint, "awscap-job")
+        failed = _aws(endpoint, "sagemaker", "describe-training-job", "--training-job-name", "awscap-job")
+    finally:
+        endpoint.set_quota({"ml.g5.xlarge": None})
+        endpoint.set_capacity({"ml.g5.xlarge": None})
+    assert failed["TrainingJobStatus"] == "Failed"
+    assert failed["FailureReason"].startswith("CapacityError: Unable to provision requested ML compute capacity.")
+    assert "BillableTimeInSeconds" not in failed

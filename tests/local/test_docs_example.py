@@ -19,3 +19,9 @@ def test_local_md_example_runs(tmp_path: Path) -> None:
     groups = sorted(re.search(r"group=(\w+)", line).group(1) for line in lines[2:])  # type: ignore[union-attr]
     assert groups == ["data", "data", "dnn"]
     assert sum("loss=0.333" in line for line in lines[2:]) == 1
+
+
+def test_local_md_capacity_example_prints_what_the_page_shows(tmp_path: Path) -> None:
+    done, shown = run_example("local.md", "capacity", tmp_path)
+    assert shown is not None
+    assert done.stdout == shown

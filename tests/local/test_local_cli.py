@@ -31,3 +31,71 @@ def test_endpoint_started_from_python_without_the_extra_names_the_extra(
     with pytest.raises(RuntimeError, match=r"needs the 'local' extra .*pip install 'airflow-hetero\[local\]'$"):
         LocalEndpoint(workdir=tmp_path / "endpoint").start()
     assert not (tmp_path / "endpoint").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--capacity", "ml.bogus=1"], "argument --capacity: 'ml.bogus' is not a SageMaker training instance type"),
+        (["--capacity", "ml.p4d.24xlarge=-1"], "ml.p4d.24xlarge must be a whole number of instances >= 0, not -1"),
+        (["--quota", "ml.p4d.24xlarge"], "argument --quota: 'ml.p4d.24xlarge' is not TYPE=N"),
+        (["--quota", "ml.g5.xlarge=lots"], "argument --quota: ml.g5.xlarge must be a whole number"),
+    ],
+)
+def test_bad_capacity_and_quota_flags_are_refused_clearly(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from airflow_hetero.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["local", "serve", *args])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_capacity_and_quota_flags_reach_the_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_hetero.cli import main
+    from airflow_hetero.local.api import server
+
+    made: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    class Endpoint:
+        def __init__(self, **kwargs: object) -> None:
+            made.update(kwargs)
+
+        def start(self) -> None:
+            raise Stop
+
+        def stop(self) -> None:
+            return None
+
+    monkeypatch.setattr(server, "LocalEndpoint", Endpoint)
+    argv = ["local", "serve", "--workdir", str(tmp_path), "--capacity", "ml.p4d.24xlarge=0,ml.g5.12xlarge=2"]
+    with pytest.raises(Stop):
+        main([*argv, "--capacity", "ml.g5.12xlarge=3", "--quota", "ml.p4d.24xlarge=unlimited,ml.c5.xlarge=10"])
+    assert made["capacity"] == {"ml.p4d.24xlarge": 0, "ml.g5.12xlarge": 3}  # a later flag wins for its types
+    assert made["quota"] == {"ml.p4d.24xlarge": None, "ml.c5.xlarge": 10}
+    with pytest.raises(Stop):
+        main(["local", "serve", "--workdir", str(tmp_path)])
+    assert made["capacity"] == {} and made["quota"] == {}  # unlimited
+
+
+@pytest.mark.slow
+def test_a_served_endpoint_shows_its_capacity_and_another_process_changes_it(tmp_path: Path) -> None:
+    from support.serve_process import serve
+
+    from airflow_hetero.local.api.control import change_capacity
+
+    proc, url, banner = serve(tmp_path / "endpoint", "--capacity", "ml.p4d.24xlarge=0", "--quota", "ml.g5.xlarge=4")
+    try:
+        assert "capacity (other types unlimited): ml.p4d.24xlarge=0" in banner
+        assert "quota (other types unlimited): ml.g5.xlarge=4" in banner
+        assert f"{url}/_airflow-hetero/capacity" in "\n".join(banner)
+        state = change_capacity(url, capacity={"ml.p4d.24xlarge": 2})
+        assert state["capacity"] == {"ml.p4d.24xlarge": 2} and state["quota"] == {"ml.g5.xlarge": 4}
+    finally:
+        proc.terminate()
+        proc.wait(60)

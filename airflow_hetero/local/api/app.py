@@ -6,6 +6,9 @@ into ``ClientError`` with that code. Everything else (S3, CloudWatch Logs, Cloud
 other SageMaker actions) goes to moto's ``DomainDispatcherApplication``, the same app moto's own
 server runs, which routes by the request's signing scope.
 
+The endpoint's own control path (``/_airflow-hetero/capacity``, :mod:`.control`) reads and changes
+the instance capacity and quotas; no AWS client sends requests there.
+
 The Price List Query API (``X-Amz-Target: AWSPriceListService.<Action>``: GetProducts,
 DescribeServices) is answered here too, with stand-in prices (:mod:`.pricing`).
 
@@ -33,7 +36,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from xml.sax.saxutils import escape
 
-from airflow_hetero.local.api import iam, pricing, tagging
+from airflow_hetero.local.api import control, iam, pricing, tagging
 from airflow_hetero.local.api.errors import ServiceError, validation
 from airflow_hetero.local.api.service import TrainingService
 from airflow_hetero.local.training.clients import DEFAULT_REGION
@@ -97,6 +100,8 @@ class EndpointApp:
         }
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "").startswith(control.PREFIX):
+            return self._control(environ, start_response)
         prefix, _, action = environ.get("HTTP_X_AMZ_TARGET", "").partition(".")
         if prefix == PRICE_LIST_PREFIX:
             return self._pricing(action, environ, start_response)
@@ -126,6 +131,17 @@ class EndpointApp:
                     "InvalidParameterException", f"{PRICE_LIST_PREFIX}.{action} is not emulated by the local endpoint"
                 )
             status, payload = 200, handler(self._body(environ))
+        except ServiceError as err:
+            status, payload = err.status, {"__type": err.code, "message": err.message}
+        return _json_answer(start_response, status, payload)
+
+    def _control(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """The endpoint's own control path (:mod:`.control`: capacity and quotas)."""
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) if length else b""
+        method = environ.get("REQUEST_METHOD", "GET")
+        try:
+            status, payload = 200, control.answer(self.service.capacity, environ["PATH_INFO"], method, raw)
         except ServiceError as err:
             status, payload = err.status, {"__type": err.code, "message": err.message}
         return _json_answer(start_response, status, payload)
@@ -205,7 +221,14 @@ def not_emulated(action: str, why: str) -> ServiceError:
 
 def _json_answer(start_response: Callable[..., Any], status: int, payload: dict[str, Any]) -> Iterable[bytes]:
     data = json.dumps(payload).encode("utf-8")
-    reasons = {200: "OK", 400: "Bad Request", 413: "Content Too Large", 500: "Internal Server Error"}
+    reasons = {
+        200: "OK",
+        400: "Bad Request",
+        404: "Not Found",
+        405: "Method Not Allowed",
+        413: "Content Too Large",
+        500: "Internal Server Error",
+    }
     reason = reasons.get(status, "Error")
     start_response(
         f"{status} {reason}",

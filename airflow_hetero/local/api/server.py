@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
+from airflow_hetero.local.training.capacity import CapacityLedger, Limits
 from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
 from airflow_hetero.local.training.runner import RunOptions
 
@@ -45,6 +46,10 @@ class LocalEndpoint:
     Limits: ``max_request_bytes`` per request body (413 beyond), ``max_hosts`` running at once
     (``ResourceLimitExceeded`` beyond), ``max_source_bytes`` extracted per source tarball and
     ``max_channel_bytes`` downloaded per channel and host (the job fails beyond).
+    ``capacity`` and ``quota`` (instance type -> count; a type not named is unlimited): instances
+    that can run at once (a job beyond fails with SageMaker's ``CapacityError``) and the account quota
+    (a create beyond answers ``ResourceLimitExceeded``); change them while it runs with
+    :meth:`set_capacity` / :meth:`set_quota` (another process: :func:`~.control.change_capacity`).
     Requests from web pages and for other ``Host`` names are refused (see
     :class:`airflow_hetero.local.api.app.RequestGuard`).
     """
@@ -63,6 +68,8 @@ class LocalEndpoint:
         max_hosts: int = 32,
         max_source_bytes: int = 1 << 30,
         max_channel_bytes: int = 8 << 30,
+        capacity: Limits | None = None,
+        quota: Limits | None = None,
     ) -> None:
         self._workdir_arg = Path(workdir) if workdir is not None else None
         self._port = port
@@ -78,6 +85,8 @@ class LocalEndpoint:
             max_source_bytes=max_source_bytes,
             max_channel_bytes=max_channel_bytes,
         )
+        self.capacity = CapacityLedger(capacity=capacity, quota=quota)
+        """Instances of each type that can run at once and the account quota (ValueError above when bad)."""
         self._workdir: Path | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -103,7 +112,7 @@ class LocalEndpoint:
         else:
             self._workdir = self._workdir_arg
             self._workdir.mkdir(parents=True, exist_ok=True)
-        self.service = TrainingService(self._workdir, seed=self.seed, options=self.options)
+        self.service = TrainingService(self._workdir, seed=self.seed, options=self.options, capacity=self.capacity)
         app = RequestGuard(BodyLimit(EndpointApp(self.service, fallback), self.max_request_bytes), self.host)
         self._server = make_server(self.host, self._port, app, threaded=True, request_handler=_QuietHandler())
         app.bind(self.port)
@@ -140,6 +149,23 @@ class LocalEndpoint:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+    # -- capacity ------------------------------------------------------------------------------
+    def set_capacity(self, capacity: Limits) -> dict[str, dict[str, int]]:
+        """Instances of the types named that can run at once from now on (None: unlimited); the new
+        :meth:`capacity_state`. Running jobs keep theirs; a job already failed stays failed."""
+        self.capacity.change(capacity=capacity)
+        return self.capacity.state()
+
+    def set_quota(self, quota: Limits) -> dict[str, dict[str, int]]:
+        """The account quota of the types named from now on (None: unlimited); the new :meth:`capacity_state`."""
+        self.capacity.change(quota=quota)
+        return self.capacity.state()
+
+    def capacity_state(self) -> dict[str, dict[str, int]]:
+        """``capacity``, ``quota`` (the types limited), ``running`` and ``utilization`` (instances in use
+        against each)."""
+        return self.capacity.state()
 
     # -- addresses -----------------------------------------------------------------------------
     @property

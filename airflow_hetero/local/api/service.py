@@ -1,7 +1,9 @@
 """The training-job actions: CreateTrainingJob, DescribeTrainingJob, StopTrainingJob, ListTrainingJobs.
 
 Holds the job store and the running jobs; at most ``RunOptions.max_hosts`` hosts run at once, and a
-CreateTrainingJob beyond that answers ``ResourceLimitExceeded``, as SageMaker does at a quota.
+CreateTrainingJob beyond that answers ``ResourceLimitExceeded``, as SageMaker does at a quota; so
+does one beyond the account quota of an instance type (:class:`CapacityLedger`, which the runner
+asks for the job's instances when it launches them).
 Requests are plain dicts (the JSON 1.1 bodies) and answers are dicts shaped like SageMaker's, with
 timestamps as epoch seconds. At start-up, a job left InProgress or Stopping by a previous endpoint
 process is ended Failed with a reason saying why: its hosts were supervised by a process that is gone;
@@ -25,9 +27,16 @@ from typing import Any
 
 from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.local.api.constraints import check_constraints
-from airflow_hetero.local.api.errors import ServiceError, not_found, validation
+from airflow_hetero.local.api.errors import (
+    ServiceError,
+    not_found,
+    quota_exceeded,
+    resource_limit_exceeded,
+    validation,
+)
 from airflow_hetero.local.api.validators import validate_create
 from airflow_hetero.local.host.process import EndedProcess, kill_tree, wait_gone
+from airflow_hetero.local.training.capacity import CapacityLedger, QuotaExceeded
 from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.layout import plan_cluster
 from airflow_hetero.local.training.runner import JobRunner, RunOptions
@@ -71,8 +80,17 @@ def _epoch(value: Any) -> float:
 class TrainingService:
     """SageMaker's training-job API over a :class:`JobStore`, running jobs as local processes."""
 
-    def __init__(self, workdir: Path, *, seed: int = 0, options: RunOptions | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        seed: int = 0,
+        options: RunOptions | None = None,
+        capacity: CapacityLedger | None = None,
+    ) -> None:
         self.workdir = workdir
+        self.capacity = capacity if capacity is not None else CapacityLedger()
+        """Instances of each type available and allowed (unlimited unless told): :mod:`..training.capacity`."""
         self.store = JobStore(workdir)
         self._seed = seed
         self._options = options or RunOptions()
@@ -173,7 +191,8 @@ class TrainingService:
             }
         )
         add_transition(record, "Starting", "Preparing the instances for training", now)
-        hosts = sum(g.instance_count for g in instance_groups(request))
+        instances = [(str(g.instance_type), g.instance_count) for g in instance_groups(request)]  # validated
+        hosts = sum(count for _, count in instances)
         with self._lock:
             if self._closing:
                 raise ServiceError("ServiceUnavailable", "The local endpoint is shutting down", 503)
@@ -183,21 +202,29 @@ class TrainingService:
             running = sum(self._hosts_running.values())
             limit = self._options.max_hosts
             if running + hosts > limit:
-                raise ServiceError(
-                    "ResourceLimitExceeded",
-                    f"The account-level service limit 'local endpoint concurrent hosts' is {limit} Instances, "
-                    f"with current utilization of {running} Instances and a request delta of {hosts} Instances. "
+                raise resource_limit_exceeded(
+                    "local endpoint concurrent hosts",
+                    limit,
+                    running,
+                    hosts,
                     "Wait for running jobs to end, or start the endpoint with a higher --max-hosts.",
                 )
             try:
+                self.capacity.admit(self.store.key(name), instances)
+            except QuotaExceeded as exc:
+                short = exc.shortage
+                raise quota_exceeded(short.instance_type, short.limit, short.used, short.delta) from None
+            try:
                 self.store.create(record)
             except JobExists as exc:
+                self.capacity.release(self.store.key(name))
                 raise ServiceError(
                     "ResourceInUse",
                     "Training job names must be unique within an AWS account and region, and a training "
                     f"job with this name already exists ({exc.arn})",
                 ) from None
             except OSError as exc:
+                self.capacity.release(self.store.key(name))
                 raise ServiceError(
                     "ResourceLimitExceeded",
                     f"The local endpoint could not record training job {name} in {self.store.root}: "
@@ -221,6 +248,7 @@ class TrainingService:
                 options=self._options,
                 on_done=self._done,
                 on_hosts_ended=self._release,
+                capacity=self.capacity,
             )
             with self._lock:
                 if self._closing:
@@ -245,6 +273,7 @@ class TrainingService:
         with self._lock:
             self._slots.pop(self.store.key(name), None)
             self._hosts_running.pop(self.store.key(name), None)
+            self.capacity.release(self.store.key(name))
 
     def _done(self, name: str) -> None:
         """A job's thread ended (or never started): forget its runner, free what it held."""

@@ -1,6 +1,8 @@
 """Run one training job: its lifecycle from Downloading to a terminal state, hosts included.
 
-InProgress with SecondaryStatus Starting -> Downloading -> Training -> Uploading -> Completed, each
+First the job's instances are launched (:class:`CapacityLedger`): when they do not fit the capacity
+left, the job goes Starting -> Failed with SageMaker's ``CapacityError`` reason, no host started,
+nothing billed. Then InProgress with SecondaryStatus Starting -> Downloading -> Training -> Uploading -> Completed, each
 transition recorded with SageMaker's status message. A host exiting non-zero fails the job (the
 others are terminated); StopTrainingJob and MaxRuntimeInSeconds terminate every host (SIGTERM to
 each host's group and tree, then, after one shared grace period, its whole tree is killed) and end
@@ -30,6 +32,7 @@ from airflow_hetero.local.host.process import (
     opt_ml_problem,
     wait_gone,
 )
+from airflow_hetero.local.training.capacity import CapacityLedger, CapacityShortage
 from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.hostspec import host_spec
 from airflow_hetero.local.training.layout import Cluster, Host
@@ -39,11 +42,13 @@ from airflow_hetero.local.training.store import JobStore, add_transition, finish
 from airflow_hetero.local.training.training_metrics import MetricMatcher
 from airflow_hetero.local.training.transfer import has_files, join_uri, tar_directories, upload
 from airflow_hetero.local.training.utilisation import MetricsSampler
-from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS
+from airflow_hetero.sagemaker_facts import CAPACITY_ERROR_REASON, DEFAULT_MAX_RUNTIME_SECONDS
 
 log = logging.getLogger(__name__)
 
 MAX_FAILURE_REASON = 1024
+#: The Starting message SageMaker shows while it cannot get a job's instances (botocore's documented one).
+INSUFFICIENT_CAPACITY_MESSAGE = "Insufficient capacity error from EC2 while launching instances, retrying!"
 
 
 @dataclass(frozen=True)
@@ -106,8 +111,10 @@ class JobRunner:
         options: RunOptions,
         on_done: Callable[[str], None],
         on_hosts_ended: Callable[[str], None],
+        capacity: CapacityLedger | None = None,
     ) -> None:
         self.name = name
+        self._capacity = capacity if capacity is not None else CapacityLedger()
         self._store = store
         self._clients = clients
         self._region = region
@@ -152,6 +159,7 @@ class JobRunner:
 
     def _run(self) -> None:
         try:
+            self._launch_instances()
             record = self._store.get(self.name)
             assert record is not None
             now = time.time()
@@ -200,6 +208,24 @@ class JobRunner:
         except Exception as exc:
             log.exception("job %s: could not record its ending", self.name)
             self._fail(f"InternalServerError: the local endpoint failed while ending the job: {exc!r}")
+
+    def _launch_instances(self) -> None:
+        """Take the job's instances; a :class:`JobFailure` with SageMaker's CapacityError when they do not fit.
+
+        The open Starting transition says what SageMaker says meanwhile; the job then fails at once
+        (SageMaker retries a while first) and keeps no claim: capacity freed later does not rescue it.
+        """
+        key = self._store.key(self.name)
+        try:
+            self._capacity.place(key)
+        except CapacityShortage as short:
+            log.info("job %s: no capacity: %s", self.name, short.shortage)
+
+            def insufficient(r: dict[str, Any]) -> None:
+                r["SecondaryStatusTransitions"][-1]["StatusMessage"] = INSUFFICIENT_CAPACITY_MESSAGE
+
+            self._update(insufficient)
+            raise JobFailure(CAPACITY_ERROR_REASON) from None
 
     def _check_isolation(self) -> None:
         """Fail the job, before any host starts, when hosts cannot get their own ``/opt/ml`` here."""
