@@ -25,7 +25,6 @@ parse-time check (:mod:`~airflow_hetero.definition.validated`).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,6 +35,7 @@ from airflow_hetero._compat import AirflowFailException, BaseOperator, default_d
 from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
+from airflow_hetero.operators.capacity_fallback import CapacityFallbackMixin
 from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
 from airflow_hetero.pricing.settings import PriceSettings
 
@@ -57,7 +57,7 @@ _ON_EXISTING = ("reattach", "fail", "new")
 JOB_NAME_XCOM_KEY = "training_job_name"
 
 
-class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
+class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -86,6 +86,9 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         SageMaker has no capacity for the group's type: each a type (the count stays) or ``{instance_type,
         instance_count}`` (docs/capacity.md). Request mode's only way to give them; in definition mode it
         replaces the definition's list of each group it names. Templated; checked at DAG parse like ``job``.
+    :param capacity_attempts: at most this many clusters tried in one try of the task when SageMaker has
+        no capacity (the job as written included); None: every cluster of the fallbacks (docs/capacity.md).
+    :param capacity_retry_delay: seconds waited before submitting the next cluster (in the worker).
     :param prices: instance type -> price per instance-hour in ``currency`` for that cost (they win over
         the Price List Query API); ``use_pricing_api`` False: ask only these. As on the summary operator.
     """
@@ -126,6 +129,8 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         print_log: bool = True,
         fail_on_stopped: bool = True,
         on_existing_job: OnExistingJob = "reattach",
+        capacity_attempts: int | None = None,
+        capacity_retry_delay: float = 0,
         model_asset: Asset | str | None = None,
         prices: Mapping[str, float] | None = None,
         currency: str = PRICE_LIST_CURRENCY,
@@ -163,6 +168,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         self.print_log = print_log
         self.fail_on_stopped = fail_on_stopped
         self.on_existing_job = on_existing_job
+        self.set_capacity_arguments(capacity_attempts, capacity_retry_delay)
         self.active_job_name: str | None = None  # the job on_kill stops
         self.waiting_hook: HeteroTrainingHook | None = None  # the wait's hook: on_kill stops through its client
         self.submitted_at: float | None = None  # epoch of our own CreateTrainingJob (not-found grace)
@@ -274,10 +280,13 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
                     identity.digest,
                 )
                 continue
-            if self.on_existing_job == "fail":
+            continuing = self.chain is not None and not self.chain.new_round  # a fallback within this try
+            if self.on_existing_job == "fail" and not continuing:
                 raise AirflowFailException(f"Training job {name} already exists ({status}) and on_existing_job='fail'")
             if status == "Stopping" and self.on_existing_job == "reattach":
                 existing = self.wait_stopped(hook, name)
+            if self.chain is not None and (continuing or self.on_existing_job == "reattach"):
+                self.chain.observe(name, existing)  # the chain's history is its jobs (docs/capacity.md)
             state = classify(existing)
             if self.on_existing_job == "reattach" and state in ("running", "succeeded"):
                 self.log.info("Re-attaching to training job %s (%s), not submitting a new one", name, status)
@@ -308,10 +317,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         if upload is not None:
             hook.upload_bytes(upload.code, upload.uri, upload.extra_args)
             self.log.info("Uploaded training code (%d bytes) to %s", len(upload.code), upload.uri)
-        self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(request, indent=2, default=str))
-        self.active_job_name = name
-        self.submitted_at = time.time()
-        answer = hook.create_training_job(request, identity=identity.digest)
+        answer, request = self.create(hook, job, name, request, identity)
         self.wait_limit = wait_limit_seconds(request)
         groups = describe_groups(instance_groups(request)) if is_hetero(request) else ""
         how = "Adopted (the create's answer was lost)" if answer.get("Adopted") else "Submitted"
@@ -336,29 +342,28 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     @records_outputs
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
-        from airflow_hetero.job.outcome import classify, resolve_outcome, result_dict
-        from airflow_hetero.job.waiting import wait_limit_seconds
-        from airflow_hetero.links.training import persist_job_links
+        from airflow_hetero.job.outcome import TrainingJobFailedError, classify, resolve_outcome, result_dict
 
         started = time.monotonic()
         started_at = time.time()
         job = self.load_definition(context)
         hook = self.waiting_hook = self.make_hook()
-        region = hook.conn_region_name
-        name, describe = self.start_job(hook, job, context, region)
-        self.active_job_name = name
-        if describe is not None:
-            self.wait_limit = wait_limit_seconds(describe)
-        persist_job_links(context, job_name=name, region=region)
-        context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=name)
+        self.chain = self.capacity_chain(job)
+        name, describe = self.attach(hook, job, context)
         if describe is not None and classify(describe) == "succeeded":
             self.log.info("Training job %s already completed: returning its result", name)
-            return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
+            return self.with_attempts(resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped))
         if not self.wait_for_completion:
-            return result_dict(describe or self.describe_fresh(hook, name))
+            return self.with_attempts(result_dict(describe or self.describe_fresh(hook, name)))
         if self.deferrable:
             self.defer_wait(name, started_at)
-        return self.wait(hook, name, describe, started)
+        while True:  # a job failed for lack of capacity is followed by the next cluster's (docs/capacity.md)
+            try:
+                return self.with_attempts(self.wait(hook, name, describe, started))
+            except TrainingJobFailedError as err:
+                if not self.capacity_failed(err):
+                    raise
+            name, describe = self.attach(hook, job, context)
 
     def describe_if_visible(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any] | None:
         """DescribeTrainingJob; None while the job this task just created is not visible yet."""
@@ -499,14 +504,19 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
                 not_found_grace_seconds=self.not_found_grace_seconds,
             ),
             method_name="execute_complete",
+            kwargs=self.deferral_kwargs(started_at),
             timeout=None if airflow_timeout is None else timedelta(seconds=airflow_timeout),
         )
 
     @records_outputs
-    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
-        """Resume after deferral: same outcome rules and XCom as the synchronous wait."""
+    def execute_complete(
+        self, context: Context, event: dict[str, Any], capacity: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Resume after deferral: same outcome rules and XCom as the synchronous wait. ``capacity``: a job
+        with fallbacks' attempts so far and the task's start; a capacity failure submits the next cluster
+        and defers again."""
         from airflow_hetero.job.limits import deferred_timeout_message
-        from airflow_hetero.job.outcome import outcome_from_event
+        from airflow_hetero.job.outcome import TrainingJobFailedError, outcome_from_event
 
         self.active_job_name = str(event.get("job_name"))
         hook = self.make_hook()
@@ -516,15 +526,23 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
                 tailer.emit_tail()
             except Exception as exc:
                 self.log.warning("Could not read the logs of %s: %s", self.active_job_name, exc)
-        result = outcome_from_event(
-            event,
-            describe=hook.describe_training_job,
-            stop=hook.stop_training_job,
-            fail_on_stopped=self.fail_on_stopped,
-            timeout_message=deferred_timeout_message(event.get("deadline_reason"), self.max_ingestion_time),
-        )
+        self.chain = self.restored_chain(capacity)
+        try:
+            result = outcome_from_event(
+                event,
+                describe=hook.describe_training_job,
+                stop=hook.stop_training_job,
+                fail_on_stopped=self.fail_on_stopped,
+                timeout_message=deferred_timeout_message(event.get("deadline_reason"), self.max_ingestion_time),
+            )
+        except TrainingJobFailedError as err:
+            if not self.capacity_failed(err):
+                raise
+            name, _ = self.attach(self.make_hook(), self.load_definition(context), context)
+            self.defer_wait(name, (capacity or {}).get("started_at"))
+            raise  # not reached: defer_wait raises TaskDeferred
         self.active_job_name = None
-        return result
+        return self.with_attempts(result)
 
     # -- every other end of the task stops its job ---------------------------------------------
 
