@@ -134,10 +134,13 @@ class CapacityChain:
         return len(self.attempts) + 1
 
     def tags(self, cluster: Cluster) -> list[dict[str, str]]:
-        """The tags of the next submit: its attempt number and cluster."""
+        """The tags of the next submit: its attempt number and cluster (``data=2 x ml.c5.xlarge / train=...``)."""
         return [
             {"Key": ATTEMPT_TAG, "Value": str(self.number)},
-            {"Key": CLUSTER_TAG, "Value": tag_value(describe_cluster(cluster))},
+            {
+                "Key": CLUSTER_TAG,
+                "Value": tag_value(describe_cluster(cluster).replace(", ", " / ")),
+            },  # no commas in tags
         ]
 
     def moves(self, cluster: Cluster) -> str:
