@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from airflow_hetero.job.identity import TaskIdentity
     from airflow_hetero.job.outcome import TrainingJobFailedError
 
+#: XCom key of the job's name, pushed as soon as the job is created or re-attached, again for each
+#: capacity attempt: there whatever the task's ending (a failed task pushes no ``return_value``), for the
+#: summary of a failed job. Imported from :mod:`airflow_hetero.operators.training` by its readers.
+JOB_NAME_XCOM_KEY = "training_job_name"
+
 
 class CapacityFallbackMixin:
     """Capacity attempts of the operator's job: the chain, the create of its next cluster, the result's
@@ -103,7 +108,6 @@ class CapacityFallbackMixin:
         """:meth:`start_job`, then the job's name in XCom and the extra links (again for each new attempt)."""
         from airflow_hetero.job.waiting import wait_limit_seconds
         from airflow_hetero.links.training import persist_job_links
-        from airflow_hetero.operators.training import JOB_NAME_XCOM_KEY
 
         region = hook.conn_region_name
         name, describe = self.start_job(hook, job, context, region)

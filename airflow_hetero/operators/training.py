@@ -35,7 +35,7 @@ from airflow_hetero._compat import AirflowFailException, BaseOperator, default_d
 from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
-from airflow_hetero.operators.capacity_fallback import CapacityFallbackMixin
+from airflow_hetero.operators.capacity_fallback import JOB_NAME_XCOM_KEY, CapacityFallbackMixin
 from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
 from airflow_hetero.pricing.settings import PriceSettings
 
@@ -49,12 +49,11 @@ if TYPE_CHECKING:
     from airflow_hetero.job.identity import TaskIdentity
     from airflow_hetero.logs.tail import LogTailer
 
+__all__ = ["JOB_NAME_XCOM_KEY", "HeteroTrainingOperator", "OnExistingJob"]
+
 #: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.
 OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
 _ON_EXISTING = ("reattach", "fail", "new")
-#: XCom key of the job's name, pushed as soon as the job is created or re-attached: there whatever the
-#: task's ending (a failed task pushes no ``return_value``), for the summary of a failed job.
-JOB_NAME_XCOM_KEY = "training_job_name"
 
 
 class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings, BaseOperator):

@@ -8,6 +8,7 @@ cluster tried, never two of one task instance running at once, none submitted tw
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,7 @@ def dnn_type(describe: dict[str, Any]) -> tuple[str, int]:
 
 def assert_one_at_a_time(jobs: list[dict[str, Any]]) -> None:
     """Each job was created after the one before it had ended."""
-    for before, after in zip(jobs, jobs[1:], strict=False):
+    for before, after in itertools.pairwise(jobs):
         assert before["TrainingJobStatus"] == "Failed"
         assert after["CreationTime"] >= before["LastModifiedTime"]
 
