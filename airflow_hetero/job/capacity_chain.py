@@ -158,7 +158,7 @@ class CapacityChain:
         last = self.attempts[-1]
         what = f"job {last.job_name}" if last.job_name else "the create"
         return (
-            f"Capacity: {what} ({describe_cluster(last.cluster)}) failed: {last.failure.reason}. "
+            f"Capacity: {what} ({describe_cluster(last.cluster)}) failed: {last.failure.reason.rstrip('.')}. "
             f"Attempt {self.number}: {self.moves(cluster)}"
         )
 
