@@ -5,6 +5,8 @@ local endpoint.
 request (request mode): a file whose top-level keys are PascalCase (``RoleArn``) is a request, a
 definition's are snake_case; ``--request`` says so explicitly. Exit status: 0 when fine, 2 when the
 definition (or the file holding it) has problems, printed one per line without a traceback.
+``--fallback GROUP=TYPE[:COUNT],...`` (repeatable, one group each) gives the operator's
+``fallback_instance_types``; both commands then show the clusters tried when capacity is short, in order.
 ``summarize`` prints a job's per-group table and verdict (what ``HeteroLogSummaryOperator`` logs)
 with plain boto3 clients: 1 when AWS answers an error, 2 for bad arguments.
 """
@@ -61,11 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("file", type=Path, help="definition or CreateTrainingJob request file")
     validate.add_argument("--json", action="store_true", help="print problems as JSON")
     _add_request_flag(validate)
+    _add_fallback_option(validate)
     validate.set_defaults(handler=_validate)
 
     render = sub.add_parser("render", help="print the CreateTrainingJob request a definition (or request) becomes")
     render.add_argument("file", type=Path, help="definition or CreateTrainingJob request file")
     _add_request_flag(render)
+    _add_fallback_option(render)
     render.add_argument("--job-name", help="training job name (default: <base_job_name>-<hash of the file>)")
     render.add_argument(
         "--region", help="AWS region (default: $AWS_DEFAULT_REGION, else us-east-1); only shapes the request"
@@ -104,6 +108,38 @@ def _add_request_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_fallback_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fallback",
+        action="append",
+        default=[],
+        metavar="GROUP=TYPE[:COUNT],...",
+        help="fallback instance types of a group, in order, as the operator's fallback_instance_types "
+        "(repeatable, one group each; in a definition it replaces the group's list), e.g. "
+        "train_group=ml.p5.48xlarge,ml.g5.48xlarge:2",
+    )
+
+
+def parse_fallbacks(options: Sequence[str]) -> dict[str, list[Any]] | None:
+    """``["train=ml.p5.48xlarge,ml.g5.48xlarge:2"]`` -> ``{"train": ["ml.p5.48xlarge", {"instance_type":
+    "ml.g5.48xlarge", "instance_count": 2}]}`` (None when none given); the loader checks the entries."""
+    from airflow_hetero.definition.errors import Problem
+
+    out: dict[str, list[Any]] = {}
+    for option in options:
+        group, sep, listed = option.partition("=")
+        if not sep or not group.strip():
+            raise JobDefinitionError([Problem("--fallback", f"{option!r}: expected GROUP=TYPE[:COUNT],...")])
+        entries: list[Any] = []
+        for item in filter(None, (part.strip() for part in listed.split(","))):
+            kind, colon, count = item.partition(":")
+            if colon and not count.isdigit():
+                raise JobDefinitionError([Problem("--fallback", f"{item!r}: the count after ':' is a whole number")])
+            entries.append({"instance_type": kind, "instance_count": int(count)} if colon else kind)
+        out.setdefault(group.strip(), []).extend(entries)
+    return out or None
+
+
 def _load(args: argparse.Namespace) -> Submittable:
     """The file's definition or request, checked (a request: by its keys, or with ``--request``)."""
     from airflow_hetero.definition.input_file import read_definition_file
@@ -111,7 +147,19 @@ def _load(args: argparse.Namespace) -> Submittable:
     from airflow_hetero.definition.submittable import load_submittable
 
     data = read_definition_file(args.file)
-    return load_submittable(data, request=args.request or is_request_document(data))
+    fallbacks = parse_fallbacks(args.fallback)
+    return load_submittable(data, request=args.request or is_request_document(data), fallbacks=fallbacks)
+
+
+def capacity_plan_lines(job: Submittable, request: dict[str, Any]) -> list[str]:
+    """``1. train=1 x ml.p4d.24xlarge, data=2 x ml.c5.xlarge``, one per cluster the task tries when capacity
+    is short, in order (none when no group has fallbacks)."""
+    from airflow_hetero.job.capacity_plan import CapacityPlan, describe_cluster
+
+    plan = CapacityPlan.for_request(request, job.fallbacks)
+    if not plan.has_fallbacks:
+        return []
+    return [f"{number}. {describe_cluster(cluster)}" for number, cluster in enumerate(plan.clusters(), 1)]
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -130,13 +178,20 @@ def _validate(args: argparse.Namespace) -> int:
     hetero = is_hetero(request)
     sizes = [(g.name, f"{g.instance_count} x {g.instance_type}") for g in instance_groups(request)]
     cluster = ", ".join(f"{name} ({size})" if hetero else size for name, size in sizes)
+    plan = capacity_plan_lines(job, request)
     if args.json:
-        print(json.dumps({"valid": True, "kind": kind, "problems": []}, indent=2))
+        answer: dict[str, Any] = {"valid": True, "kind": kind, "problems": []}
+        if plan:
+            answer["capacity_clusters"] = [line.partition(". ")[2] for line in plan]
+        print(json.dumps(answer, indent=2))
     else:
         what = "CreateTrainingJob request, " if kind == "request" else ""
         print(f"{args.file}: valid ({what}{'heterogeneous' if hetero else 'homogeneous'} cluster: {cluster})")
         for line in job.steps.describe():  # a request's provider steps, a role name of either kind
             print(f"  before the create: {line}")
+        if plan:
+            print("  clusters tried when capacity is short, in order (docs/capacity.md):")
+            print("\n".join(f"    {line}" for line in plan))
     return 0
 
 
@@ -149,6 +204,10 @@ def _render(args: argparse.Namespace) -> int:
     request = job.build(job_name=job_name, region=region, role_arn=job.steps.role_name)  # the name stands in
     for line in job.steps.describe():  # the provider's steps run when the task does: said, not done
         print(f"before the create: {line}", file=sys.stderr)
+    plan = capacity_plan_lines(job, request)
+    if plan:
+        print("clusters tried when capacity is short, in order (docs/capacity.md):", file=sys.stderr)
+        print("\n".join(f"  {line}" for line in plan), file=sys.stderr)
     print(json.dumps(request, indent=2, sort_keys=True))
     return 0
 

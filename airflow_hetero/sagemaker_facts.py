@@ -13,6 +13,11 @@ from __future__ import annotations
 DEFAULT_MAX_RUNTIME_SECONDS = 86400
 #: Instance groups per heterogeneous job (botocore's ``InstanceGroups`` max).
 MAX_INSTANCE_GROUPS = 5
+#: The accelerator of an instance family (``ml.<family>.<size>``), by the family's first letters, first
+#: match wins; every other family is CPU only. The SDK picks its GPU image for ``g*``/``p*`` families.
+ACCELERATOR_FAMILY_PREFIXES = (("trn", "trainium"), ("inf", "inferentia"), ("g", "gpu"), ("p", "gpu"))
+#: The kind of a family no prefix of :data:`ACCELERATOR_FAMILY_PREFIXES` matches.
+CPU_ONLY = "cpu"
 #: The package's own variable in a (local) host: host name -> address, as JSON.
 HOST_ADDRESSES_ENV = "AIRFLOW_HETERO_HOST_ADDRESSES"
 

@@ -60,21 +60,9 @@ def check_group_name(value: str) -> str:
 
 
 def check_instance_type(value: str) -> str:
-    if value.startswith("local"):
-        raise fail(
-            f"'{value}' runs SageMaker's local mode, which cannot run heterogeneous clusters; "
-            "keep a real instance type (e.g. ml.c5.xlarge) and point the connection at the "
-            "offline endpoint instead (`airflow-hetero local serve`, see docs/local.md)"
-        )
-    known = instance_types.training_instance_types()
-    if value not in known:
-        hint = instance_types.closest(value)
-        did_you_mean = f"did you mean '{hint}'? " if hint else ""
-        raise fail(
-            f"'{value}' is not a SageMaker training instance type; {did_you_mean}"
-            f"allowed: the {len(known)} values of botocore's TrainingInstanceType "
-            "(list them with `airflow-hetero instance-types`)"
-        )
+    problem = instance_types.type_problem(value)
+    if problem:
+        raise fail(problem)
     return value
 
 

@@ -10,10 +10,10 @@ test keeps the two in step.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.definition import distribution
+from airflow_hetero.definition import distribution, fallbacks
 from airflow_hetero.definition.checks import (
     CHANNEL_NAME,
     ENV_KEY,
@@ -45,6 +45,7 @@ def cross_field(raw: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _cluster(raw, groups, names)
     yield from _channels(raw, names)
     yield from distribution.check(raw, groups, names)
+    yield from fallback_problems(raw)
     yield from _framework_fields(raw)
     yield from _hetero_framework_version(raw)
     yield from _framework_image(raw)
@@ -111,6 +112,42 @@ def _cluster(raw: Mapping[str, Any], groups: list[dict[str, Any]], names: list[s
                     f"group name '{name}' looks the same as another group's{hint}; rename one of them",
                 )
             seen[name] = index
+
+
+def fallback_problems(raw: Mapping[str, Any], argument: Any = None) -> Iterator[Problem]:
+    """Each group's ``fallback_instance_types`` and the operator's ``argument`` (which replaces the lists of
+    the groups it names), then the distribution's rules on every candidate (tolerant of bad fields)."""
+    groups = _groups(raw)
+    stated: list[fallbacks.Group] = []
+    given: dict[str, tuple[Loc, Any]] = {}  # group -> where its list is written, the list
+    problems: list[Problem] = []
+    for index, group in enumerate(groups):
+        name, kind, count = (group.get(k) for k in ("instance_group_name", "instance_type", "instance_count"))
+        entries = group.get("fallback_instance_types")
+        loc: Loc = ("instance_groups", index, "fallback_instance_types")
+        if isinstance(entries, list):
+            problems += [p.within(loc) for p in fallbacks.list_problems(entries, kind)]
+        if isinstance(name, str) and isinstance(kind, str) and isinstance(count, int):
+            stated.append((name, kind, count))
+            given[name] = (loc, entries or [])
+    if argument is not None:
+        problems += fallbacks.argument_problems(argument, stated if raw.get("instance_groups") is not None else [])
+        if isinstance(argument, Mapping):
+            given.update({name: ((fallbacks.ARGUMENT, name), entries) for name, entries in argument.items()})
+    yield from problems
+    if problems or len(stated) != len(groups):
+        return
+    lists = {name: fallbacks.candidates(given[name][1], count) for name, _, count in stated}
+    names = [name for name, _, _ in stated]
+
+    def rules(cluster: Sequence[fallbacks.Group]) -> Iterator[Problem]:
+        replaced = [
+            {**group, "instance_type": kind, "instance_count": count}
+            for group, (_, kind, count) in zip(groups, cluster, strict=True)
+        ]
+        return distribution.check({**raw, "instance_groups": replaced}, replaced, names)
+
+    yield from fallbacks.candidate_problems(stated, lists, rules, lambda name, index: (*given[name][0], index))
 
 
 def _channels(raw: Mapping[str, Any], names: list[str]) -> Iterator[Problem]:

@@ -289,7 +289,7 @@ def _target_type(raw: Mapping[str, Any], groups: list[dict[str, Any]], target: s
 
 
 def _trainium(dist: Mapping[str, Any], kind: str) -> Iterator[Problem]:
-    if not (instance_types.family(kind) or "").startswith("trn"):
+    if not instance_types.is_trainium(kind):
         return
     keys = list(dist)
     if len(keys) == 1 and keys[0] != "torch_distributed":
@@ -325,7 +325,7 @@ def _torch_distributed(
         yield Problem(("py_version",), f"torch_distributed needs Python 3 (e.g. py310); got '{py}'")
     if instance_types.is_gpu(kind):
         allowed, what = TORCH_DISTRIBUTED_GPU_VERSIONS, "GPU"
-    elif (instance_types.family(kind) or "").startswith("trn"):
+    elif instance_types.is_trainium(kind):
         allowed, what = TORCH_DISTRIBUTED_TRAINIUM_VERSIONS, "Trainium"
     else:
         yield Problem(

@@ -13,6 +13,7 @@ import json
 import re
 
 from airflow_hetero.definition.service_model import InstanceTypeCatalogError, sagemaker_model_path
+from airflow_hetero.sagemaker_facts import ACCELERATOR_FAMILY_PREFIXES, CPU_ONLY
 
 _SHAPE = b'"TrainingInstanceType":'
 _FAMILY = re.compile(r"^ml\.([a-z][a-z0-9-]*)\.[a-z0-9-]+$")
@@ -44,10 +45,41 @@ def family(instance_type: str) -> str | None:
     return match.group(1) if match else None
 
 
+def accelerator(instance_type: str) -> str:
+    """``gpu``, ``trainium``, ``inferentia`` or ``cpu``: what the family computes on
+    (:data:`~airflow_hetero.sagemaker_facts.ACCELERATOR_FAMILY_PREFIXES`); ``cpu`` for unparseable strings."""
+    fam = family(instance_type) or ""
+    return next((kind for prefix, kind in ACCELERATOR_FAMILY_PREFIXES if fam.startswith(prefix)), CPU_ONLY)
+
+
 def is_gpu(instance_type: str) -> bool:
     """GPU families as the SageMaker SDK sees them (``g*`` and ``p*``)."""
-    fam = family(instance_type)
-    return fam is not None and fam[0] in ("g", "p")
+    return accelerator(instance_type) == "gpu"
+
+
+def is_trainium(instance_type: str) -> bool:
+    """Trainium families (``trn*``)."""
+    return accelerator(instance_type) == "trainium"
+
+
+def type_problem(value: str) -> str | None:
+    """Why ``value`` is not a training instance type (local mode; not in botocore's enum), or None."""
+    if value.startswith("local"):
+        return (
+            f"'{value}' runs SageMaker's local mode, which cannot run heterogeneous clusters; "
+            "keep a real instance type (e.g. ml.c5.xlarge) and point the connection at the "
+            "offline endpoint instead (`airflow-hetero local serve`, see docs/local.md)"
+        )
+    known = training_instance_types()
+    if value in known:
+        return None
+    hint = closest(value)
+    did_you_mean = f"did you mean '{hint}'? " if hint else ""
+    return (
+        f"'{value}' is not a SageMaker training instance type; {did_you_mean}"
+        f"allowed: the {len(known)} values of botocore's TrainingInstanceType "
+        "(list them with `airflow-hetero instance-types`)"
+    )
 
 
 def closest(instance_type: str) -> str | None:

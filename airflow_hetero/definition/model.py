@@ -70,6 +70,11 @@ class InstanceGroup(_Definition):
     instance_group_name: str = Field(description="Name of the group, 1 to 64 characters, unique in the job.")
     instance_type: str = Field(description="A SageMaker training instance type, e.g. ml.c5.18xlarge.")
     instance_count: int = Field(description="Number of instances in the group, 1 or more.")
+    fallback_instance_types: list[Any] | None = Field(
+        default=None,
+        description="Types to try, in order, when SageMaker has no capacity for instance_type: each a type "
+        "(the count stays) or {instance_type, instance_count}; at most 5, same accelerator (docs/capacity.md).",
+    )
 
     @field_validator("instance_group_name")
     @classmethod

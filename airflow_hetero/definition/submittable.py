@@ -11,11 +11,12 @@ own ``base_job_name`` is the optional field the definition was given).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from airflow_hetero.definition.fallbacks import Candidate
     from airflow_hetero.definition.job import HeteroTrainingJob
     from airflow_hetero.definition.raw_request.provider_config import ProviderSteps
     from airflow_hetero.definition.source import SourceUpload
@@ -38,6 +39,11 @@ class Submittable(Protocol):
     def steps(self) -> ProviderSteps:
         """The provider's ``S3Operations`` and a role name as ``RoleArn``, run before the create (or none)."""
 
+    @property
+    def fallbacks(self) -> dict[str, list[Candidate]]:
+        """Each instance group's fallbacks ``[(instance_type, instance_count)]``, in order of preference
+        (``[]``: none); the operator's ``fallback_instance_types`` merged in (docs/capacity.md)."""
+
     def build(self, *, job_name: str, region: str, role_arn: str | None = None) -> dict[str, Any]:
         """The CreateTrainingJob request to send as ``job_name`` in ``region``; ``role_arn``: what the
         role name of :attr:`steps` expanded to."""
@@ -51,6 +57,8 @@ class DefinitionJob:
     """A :class:`~airflow_hetero.definition.job.HeteroTrainingJob` as a :class:`Submittable`."""
 
     job: HeteroTrainingJob
+    #: The operator's ``fallback_instance_types``, checked: it replaces the lists of the groups it names.
+    argument: Mapping[str, Any] | None = field(default=None)
 
     @property
     def base_job_name(self) -> str:
@@ -75,6 +83,15 @@ class DefinitionJob:
             return ProviderSteps()
         return ProviderSteps(role_name=self.job.role, role_field="role")
 
+    @property
+    def fallbacks(self) -> dict[str, list[Candidate]]:
+        """Each group's ``fallback_instance_types``, or the argument's list for the groups it names."""
+        from airflow_hetero.definition.fallbacks import resolved
+
+        groups = [(g.instance_group_name, g.instance_type, g.instance_count) for g in self.job.instance_groups or []]
+        field = {g.instance_group_name: g.fallback_instance_types for g in self.job.instance_groups or []}
+        return resolved(groups, field, self.argument)
+
     def build(self, *, job_name: str, region: str, role_arn: str | None = None) -> dict[str, Any]:
         """The request the SageMaker Python SDK v2 sends for the definition; ``role_arn``: what a role
         name as ``role`` expanded to (required then)."""
@@ -89,12 +106,30 @@ class DefinitionJob:
         return source_upload(self.job, job_name, base=base_dir)
 
 
-def load_submittable(source: Mapping[str, Any], *, request: bool) -> Submittable:
-    """A request (``request``) or a definition from ``source``, checked; JobDefinitionError lists every problem."""
+def load_submittable(source: Mapping[str, Any], *, request: bool, fallbacks: Any = None) -> Submittable:
+    """A request (``request``) or a definition from ``source``, checked; JobDefinitionError lists every problem.
+
+    ``fallbacks``: the operator's ``fallback_instance_types``, checked against the job's groups and the
+    job's rules on every candidate (in definition mode it replaces the lists of the groups it names).
+    """
     if request:
         from airflow_hetero.definition.raw_request.training_request import load_request
 
-        return load_request(source)
+        return load_request(source, fallbacks=fallbacks)
+    from airflow_hetero.definition.errors import JobDefinitionError, unique
     from airflow_hetero.definition.job import load_job
 
-    return DefinitionJob(load_job(source))
+    if fallbacks is None:
+        return DefinitionJob(load_job(source))
+    from airflow_hetero.definition.cross_field import fallback_problems
+    from airflow_hetero.definition.fallbacks import ARGUMENT
+
+    try:
+        job = load_job(source)
+    except JobDefinitionError as err:  # the argument's own problems too, all at once
+        extra = [p for p in fallback_problems(dict(source), fallbacks) if p.path[:1] == (ARGUMENT,)]
+        raise JobDefinitionError(unique([*err.problems, *extra]), err.title) from None
+    problems = list(fallback_problems(job.model_dump(), fallbacks))
+    if problems:
+        raise JobDefinitionError(problems, "invalid HeteroTrainingJob definition")
+    return DefinitionJob(job, fallbacks)

@@ -101,12 +101,17 @@ def _canonical(value: Any) -> Any:
     raise TypeError(kind.__name__)
 
 
-def definition_key(data: Mapping[str, Any], *, request: bool = False) -> str | None:
-    """The cache key of a definition (or, ``request``, a CreateTrainingJob request), None when uncacheable."""
+def definition_key(
+    data: Mapping[str, Any] | None, *, request: bool = False, fallbacks: Mapping[str, Any] | None = None
+) -> str | None:
+    """The cache key of a definition (or, ``request``, a CreateTrainingJob request), with the operator's
+    ``fallbacks`` when given (``data`` None: those alone); None when uncacheable."""
     from airflow_hetero import __version__
 
     try:
-        text = repr(_canonical(dict(data)))
+        text = repr(_canonical(dict(data))) if data is not None else "-"
+        if fallbacks is not None:
+            text += "\nfallback_instance_types " + repr(_canonical(fallbacks))
     except (TypeError, ValueError):
         return None
     where = "\0".join([__version__, _HERE, sys.prefix, *sys.path, "request" if request else "job"])
@@ -142,24 +147,31 @@ def _remember(marker: str, entries: list[str]) -> None:
             os.unlink(partial)
 
 
-def validate_once(data: Mapping[str, Any], *, request: bool = False) -> None:
+def validate_once(
+    data: Mapping[str, Any] | None, *, request: bool = False, fallbacks: Mapping[str, Any] | None = None
+) -> None:
     """Raise :class:`~airflow_hetero.definition.errors.JobDefinitionError` for a bad definition.
 
     ``request``: ``data`` is a CreateTrainingJob request (request mode), checked by
-    :func:`~airflow_hetero.definition.raw_request.training_request.load_request`. One already validated with
-    unchanged code, data and libraries returns at once, without importing pydantic or botocore.
+    :func:`~airflow_hetero.definition.raw_request.training_request.load_request`. ``fallbacks``: the
+    operator's ``fallback_instance_types``, checked with it (``data`` None: on its own). One already
+    validated with unchanged code, data and libraries returns at once, without importing pydantic or botocore.
     """
     folder = _folder()
-    key = definition_key(data, request=request) if folder is not None else None
+    key = definition_key(data, request=request, fallbacks=fallbacks) if folder is not None else None
     marker = os.path.join(folder, key[:2], key) if folder is not None and key is not None else None
     if marker is not None and _unchanged(marker):
         return
+    from airflow_hetero.definition.fallbacks import check_argument
     from airflow_hetero.definition.submittable import load_submittable
 
     paths = dependencies() if marker is not None else None
     entries = [_stat_entry(p) for p in paths] if paths is not None else None  # stats from before validating
-    try:
-        load_submittable(data, request=request)  # raises for a bad definition: nothing is remembered
+    try:  # raises for a bad definition: nothing is remembered
+        if data is None:
+            check_argument(fallbacks)
+        else:
+            load_submittable(data, request=request, fallbacks=fallbacks)
     except Exception:
         if marker is not None:  # a success under other code must not outlive it
             with contextlib.suppress(OSError):
@@ -169,16 +181,22 @@ def validate_once(data: Mapping[str, Any], *, request: bool = False) -> None:
         _remember(marker, entries)
 
 
-def check_at_parse(source: Any, *, request: bool) -> Any:
+def check_at_parse(source: Any, *, request: bool, fallbacks: Any = None) -> Any:
     """An operator's ``job`` or ``request`` as it keeps it: a path as a string, a ``HeteroTrainingJob`` as its
     dict (which renders at any depth); a mapping validated now (at DAG-parse time, through the cache)
-    unless it holds Jinja, whose validation waits for rendering."""
+    unless it holds Jinja, whose validation waits for rendering.
+
+    ``fallbacks``: the operator's ``fallback_instance_types``, validated with a mapping ``source``, or on
+    its own when the source waits (a file, Jinja); unless it holds Jinja itself.
+    """
     from airflow_hetero.definition.templated import has_template
 
     if hasattr(source, "model_dump"):  # a HeteroTrainingJob, without importing pydantic to ask
         source = source.model_dump(mode="json", exclude_unset=True)
     if source is not None and not isinstance(source, dict) and isinstance(source, os.PathLike):
-        return os.fspath(source)  # a dict first: the ABC check is slow
-    if isinstance(source, Mapping) and not has_template(source):
-        validate_once(source, request=request)
+        source = os.fspath(source)  # a dict first: the ABC check is slow
+    plain = isinstance(source, Mapping) and not has_template(source)
+    argument = fallbacks if fallbacks is not None and not has_template(fallbacks) else None
+    if plain or argument is not None:
+        validate_once(source if plain else None, request=request, fallbacks=argument)
     return source

@@ -111,9 +111,7 @@ def result_dict(describe: dict[str, Any]) -> dict[str, Any]:
         "model_artifacts": (describe.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
         "billable_seconds": describe.get("BillableTimeInSeconds"),
         "training_seconds": describe.get("TrainingTimeInSeconds"),
-        "final_metrics": {
-            str(m.get("MetricName")): m.get("Value") for m in describe.get("FinalMetricDataList") or []
-        },
+        "final_metrics": {str(m.get("MetricName")): m.get("Value") for m in describe.get("FinalMetricDataList") or []},
         "input_channels": input_channels_of(describe),
     }
 

@@ -38,10 +38,7 @@ def _fragment(text: str) -> str:
 
 def training_job_url(region: str, job_name: str) -> str:
     """The SageMaker console page of a training job."""
-    return (
-        f"https://{region}.{console_domain(region)}/sagemaker/home?region={region}"
-        f"#/jobs/{quote(job_name, safe='')}"
-    )
+    return f"https://{region}.{console_domain(region)}/sagemaker/home?region={region}#/jobs/{quote(job_name, safe='')}"
 
 
 def training_logs_url(region: str, job_name: str) -> str:

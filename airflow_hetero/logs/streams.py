@@ -170,8 +170,10 @@ class StreamLog:
         if text is None or type(low) is not int or type(high) is not int:
             return False
         self.events += len(messages)
-        self.byte_count += len(text) - len(messages) + 1 if text.isascii() else sum(
-            len(m.encode("utf-8", "surrogatepass")) for m in messages
+        self.byte_count += (
+            len(text) - len(messages) + 1
+            if text.isascii()
+            else sum(len(m.encode("utf-8", "surrogatepass")) for m in messages)
         )
         if self.first_time is None or low < self.first_time:
             self.first_time = low

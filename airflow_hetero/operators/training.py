@@ -25,7 +25,6 @@ parse-time check (:mod:`~airflow_hetero.definition.validated`).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,6 +35,7 @@ from airflow_hetero._compat import AirflowFailException, BaseOperator, default_d
 from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
+from airflow_hetero.operators.capacity_fallback import JOB_NAME_XCOM_KEY, CapacityFallbackMixin
 from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
 from airflow_hetero.pricing.settings import PriceSettings
 
@@ -49,15 +49,14 @@ if TYPE_CHECKING:
     from airflow_hetero.job.identity import TaskIdentity
     from airflow_hetero.logs.tail import LogTailer
 
+__all__ = ["JOB_NAME_XCOM_KEY", "HeteroTrainingOperator", "OnExistingJob"]
+
 #: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.
 OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
 _ON_EXISTING = ("reattach", "fail", "new")
-#: XCom key of the job's name, pushed as soon as the job is created or re-attached: there whatever the
-#: task's ending (a failed task pushes no ``return_value``), for the summary of a failed job.
-JOB_NAME_XCOM_KEY = "training_job_name"
 
 
-class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
+class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -82,6 +81,13 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     :param model_asset: an Asset (or its URI, normally the definition's ``output_path``) this task
         updates when its job completes; the event's extra holds the job name, model artifact,
         instance groups, final metrics and the run's cost (docs/lineage.md). Needs ``wait_for_completion``.
+    :param fallback_instance_types: instance group name -> the types to try, in order of preference, when
+        SageMaker has no capacity for the group's type: each a type (the count stays) or ``{instance_type,
+        instance_count}`` (docs/capacity.md). Request mode's only way to give them; in definition mode it
+        replaces the definition's list of each group it names. Templated; checked at DAG parse like ``job``.
+    :param capacity_attempts: at most this many clusters tried in one try of the task when SageMaker has
+        no capacity (the job as written included); None: every cluster of the fallbacks (docs/capacity.md).
+    :param capacity_retry_delay: seconds waited before submitting the next cluster (in the worker).
     :param prices: instance type -> price per instance-hour in ``currency`` for that cost (they win over
         the Price List Query API); ``use_pricing_api`` False: ask only these. As on the summary operator.
     """
@@ -99,8 +105,8 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     #: its first submit, and the next candidate name after a name race reuses them (uploads once).
     steps_role_arn: tuple[str | None] | None = None
 
-    template_fields: Sequence[str] = aws_template_fields("job", "request", "job_name")
-    template_fields_renderers = {"job": "json", "request": "json"}
+    template_fields: Sequence[str] = aws_template_fields("job", "request", "job_name", "fallback_instance_types")
+    template_fields_renderers = {"job": "json", "request": "json", "fallback_instance_types": "json"}
     operator_extra_links = (SageMakerTrainingJobLink(), TrainingJobLogsLink())
     ui_color = "#ede4ff"
 
@@ -110,6 +116,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         job: HeteroTrainingJob | Mapping[str, Any] | str | os.PathLike[str] | None = None,
         request: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         job_name: str | None = None,
+        fallback_instance_types: Mapping[str, Sequence[str | Mapping[str, Any]]] | str | None = None,
         aws_conn_id: str | None = DEFAULT_AWS_CONN_ID,
         region_name: str | None = None,
         verify: bool | str | None = None,
@@ -121,6 +128,8 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         print_log: bool = True,
         fail_on_stopped: bool = True,
         on_existing_job: OnExistingJob = "reattach",
+        capacity_attempts: int | None = None,
+        capacity_retry_delay: float = 0,
         model_asset: Asset | str | None = None,
         prices: Mapping[str, float] | None = None,
         currency: str = PRICE_LIST_CURRENCY,
@@ -142,8 +151,14 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
             raise ValueError(f"give job= (a definition) or request= (a CreateTrainingJob request), not {given}")
         from airflow_hetero.definition.validated import check_at_parse
 
-        self.job: Mapping[str, Any] | str | None = check_at_parse(job, request=False)
-        self.request: Mapping[str, Any] | str | None = check_at_parse(request, request=True)
+        fallbacks = fallback_instance_types  # checked with the job or request it belongs to
+        self.job: Mapping[str, Any] | str | None = check_at_parse(
+            job, request=False, fallbacks=fallbacks if job is not None else None
+        )
+        self.request: Mapping[str, Any] | str | None = check_at_parse(
+            request, request=True, fallbacks=fallbacks if request is not None else None
+        )
+        self.fallback_instance_types = fallback_instance_types
         self.job_name = job_name
         self.wait_for_completion = wait_for_completion
         self.deferrable = default_deferrable() if deferrable is None else deferrable
@@ -152,6 +167,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         self.print_log = print_log
         self.fail_on_stopped = fail_on_stopped
         self.on_existing_job = on_existing_job
+        self.set_capacity_arguments(capacity_attempts, capacity_retry_delay)
         self.active_job_name: str | None = None  # the job on_kill stops
         self.waiting_hook: HeteroTrainingHook | None = None  # the wait's hook: on_kill stops through its client
         self.submitted_at: float | None = None  # epoch of our own CreateTrainingJob (not-found grace)
@@ -207,7 +223,9 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         if isinstance(source, str):  # not rendered yet (execute() called directly)
             source = self.render_definition_file(source, context)
         try:
-            return load_submittable(source or {}, request=self.request is not None)
+            return load_submittable(
+                source or {}, request=self.request is not None, fallbacks=self.fallback_instance_types
+            )
         except JobDefinitionError as err:
             raise AirflowFailException(f"Task {self.task_id}: {err}") from err
 
@@ -261,10 +279,13 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
                     identity.digest,
                 )
                 continue
-            if self.on_existing_job == "fail":
+            continuing = self.chain is not None and not self.chain.new_round  # a fallback within this try
+            if self.on_existing_job == "fail" and not continuing:
                 raise AirflowFailException(f"Training job {name} already exists ({status}) and on_existing_job='fail'")
             if status == "Stopping" and self.on_existing_job == "reattach":
                 existing = self.wait_stopped(hook, name)
+            if self.chain is not None and (continuing or self.on_existing_job == "reattach"):
+                self.chain.observe(name, existing)  # the chain's history is its jobs (docs/capacity.md)
             state = classify(existing)
             if self.on_existing_job == "reattach" and state in ("running", "succeeded"):
                 self.log.info("Re-attaching to training job %s (%s), not submitting a new one", name, status)
@@ -295,10 +316,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         if upload is not None:
             hook.upload_bytes(upload.code, upload.uri, upload.extra_args)
             self.log.info("Uploaded training code (%d bytes) to %s", len(upload.code), upload.uri)
-        self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(request, indent=2, default=str))
-        self.active_job_name = name
-        self.submitted_at = time.time()
-        answer = hook.create_training_job(request, identity=identity.digest)
+        answer, request = self.create(hook, job, name, request, identity)
         self.wait_limit = wait_limit_seconds(request)
         groups = describe_groups(instance_groups(request)) if is_hetero(request) else ""
         how = "Adopted (the create's answer was lost)" if answer.get("Adopted") else "Submitted"
@@ -323,29 +341,28 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     @records_outputs
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
-        from airflow_hetero.job.outcome import classify, resolve_outcome, result_dict
-        from airflow_hetero.job.waiting import wait_limit_seconds
-        from airflow_hetero.links.training import persist_job_links
+        from airflow_hetero.job.outcome import TrainingJobFailedError, classify, resolve_outcome, result_dict
 
         started = time.monotonic()
         started_at = time.time()
         job = self.load_definition(context)
         hook = self.waiting_hook = self.make_hook()
-        region = hook.conn_region_name
-        name, describe = self.start_job(hook, job, context, region)
-        self.active_job_name = name
-        if describe is not None:
-            self.wait_limit = wait_limit_seconds(describe)
-        persist_job_links(context, job_name=name, region=region)
-        context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=name)
+        self.chain = self.capacity_chain(job)
+        name, describe = self.attach(hook, job, context)
         if describe is not None and classify(describe) == "succeeded":
             self.log.info("Training job %s already completed: returning its result", name)
-            return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
+            return self.with_attempts(resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped))
         if not self.wait_for_completion:
-            return result_dict(describe or self.describe_fresh(hook, name))
+            return self.with_attempts(result_dict(describe or self.describe_fresh(hook, name)))
         if self.deferrable:
             self.defer_wait(name, started_at)
-        return self.wait(hook, name, describe, started)
+        while True:  # a job failed for lack of capacity is followed by the next cluster's (docs/capacity.md)
+            try:
+                return self.with_attempts(self.wait(hook, name, describe, started))
+            except TrainingJobFailedError as err:
+                if not self.capacity_failed(err):
+                    raise
+            name, describe = self.attach(hook, job, context)
 
     def describe_if_visible(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any] | None:
         """DescribeTrainingJob; None while the job this task just created is not visible yet."""
@@ -486,14 +503,19 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
                 not_found_grace_seconds=self.not_found_grace_seconds,
             ),
             method_name="execute_complete",
+            kwargs=self.deferral_kwargs(started_at),
             timeout=None if airflow_timeout is None else timedelta(seconds=airflow_timeout),
         )
 
     @records_outputs
-    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
-        """Resume after deferral: same outcome rules and XCom as the synchronous wait."""
+    def execute_complete(
+        self, context: Context, event: dict[str, Any], capacity: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Resume after deferral: same outcome rules and XCom as the synchronous wait. ``capacity``: a job
+        with fallbacks' attempts so far and the task's start; a capacity failure submits the next cluster
+        and defers again."""
         from airflow_hetero.job.limits import deferred_timeout_message
-        from airflow_hetero.job.outcome import outcome_from_event
+        from airflow_hetero.job.outcome import TrainingJobFailedError, outcome_from_event
 
         self.active_job_name = str(event.get("job_name"))
         hook = self.make_hook()
@@ -503,15 +525,23 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
                 tailer.emit_tail()
             except Exception as exc:
                 self.log.warning("Could not read the logs of %s: %s", self.active_job_name, exc)
-        result = outcome_from_event(
-            event,
-            describe=hook.describe_training_job,
-            stop=hook.stop_training_job,
-            fail_on_stopped=self.fail_on_stopped,
-            timeout_message=deferred_timeout_message(event.get("deadline_reason"), self.max_ingestion_time),
-        )
+        self.chain = self.restored_chain(capacity)
+        try:
+            result = outcome_from_event(
+                event,
+                describe=hook.describe_training_job,
+                stop=hook.stop_training_job,
+                fail_on_stopped=self.fail_on_stopped,
+                timeout_message=deferred_timeout_message(event.get("deadline_reason"), self.max_ingestion_time),
+            )
+        except TrainingJobFailedError as err:
+            if not self.capacity_failed(err):
+                raise
+            name, _ = self.attach(self.make_hook(), self.load_definition(context), context)
+            self.defer_wait(name, (capacity or {}).get("started_at"))
+            raise  # not reached: defer_wait raises TaskDeferred
         self.active_job_name = None
-        return result
+        return self.with_attempts(result)
 
     # -- every other end of the task stops its job ---------------------------------------------
 

@@ -50,9 +50,7 @@ DESCRIBE_CONCURRENCY = 16
 #: A job not described for this many intervals is described even without a listed change.
 REFRESH_INTERVALS = 10
 
-_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[WatchKey, JobWatcher]] = (
-    weakref.WeakKeyDictionary()
-)
+_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[WatchKey, JobWatcher]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -239,9 +237,7 @@ class JobWatcher:
                 log.warning("ListTrainingJobs failed (%s); describing each due job this interval", exc)
             else:
                 self._listing = False
-                log.warning(
-                    "ListTrainingJobs is not available (%s); watching each job with DescribeTrainingJob", exc
-                )
+                log.warning("ListTrainingJobs is not available (%s); watching each job with DescribeTrainingJob", exc)
             return None
         if listing.complete:  # a list cut short is asked again from the same point next time
             self._newest_change, self._listed_at = newest, started

@@ -244,3 +244,48 @@ def test_validate_lists_a_definitions_role_name_to_expand(tmp_path: Path, capsys
     ]
     assert main(["validate", str(write(tmp_path, "arn.yaml", yaml.safe_dump(BASE)))]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1  # an ARN: nothing to do first
+
+
+def fallback_job(tmp_path: Path) -> Path:
+    job = yaml.safe_load(yaml.safe_dump(BASE))
+    job["instance_groups"][1]["fallback_instance_types"] = [
+        "ml.p4d.24xlarge",
+        {"instance_type": "ml.g5.48xlarge", "instance_count": 2},
+    ]
+    return write(tmp_path, "job.yaml", yaml.safe_dump(job))
+
+
+def test_validate_lists_the_clusters_tried_in_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(fallback_job(tmp_path)), "--fallback", "instance_group_1=ml.c6i.32xlarge"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [
+        "  clusters tried when capacity is short, in order (docs/capacity.md):",
+        "    1. instance_group_1=2 x ml.c5.18xlarge, instance_group_2=1 x ml.p3dn.24xlarge",
+        "    2. instance_group_1=2 x ml.c6i.32xlarge, instance_group_2=1 x ml.p3dn.24xlarge",
+        "    3. instance_group_1=2 x ml.c5.18xlarge, instance_group_2=1 x ml.p4d.24xlarge",
+        "    4. instance_group_1=2 x ml.c6i.32xlarge, instance_group_2=1 x ml.p4d.24xlarge",
+        "    5. instance_group_1=2 x ml.c5.18xlarge, instance_group_2=2 x ml.g5.48xlarge",
+        "    6. instance_group_1=2 x ml.c6i.32xlarge, instance_group_2=2 x ml.g5.48xlarge",
+    ]
+
+
+def test_render_says_the_clusters_on_stderr_for_a_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", str(fallback_job(tmp_path)), "--job-name", "j"]) == 0
+    request = json.loads(capsys.readouterr().out)
+    path = write(tmp_path, "request.json", json.dumps(request))
+    assert main(["render", str(path), "--fallback", "instance_group_2=ml.p5.48xlarge:2,ml.p4d.24xlarge"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["ResourceConfig"] == request["ResourceConfig"]  # the first choice is sent
+    assert captured.err.splitlines()[-3:] == [
+        "  1. instance_group_1=2 x ml.c5.18xlarge, instance_group_2=1 x ml.p3dn.24xlarge",
+        "  2. instance_group_1=2 x ml.c5.18xlarge, instance_group_2=2 x ml.p5.48xlarge",
+        "  3. instance_group_1=2 x ml.c5.18xlarge, instance_group_2=1 x ml.p4d.24xlarge",
+    ]
+
+
+def test_a_bad_fallback_option_is_reported_by_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = fallback_job(tmp_path)
+    assert main(["validate", str(path), "--fallback", "instance_group_1=ml.g5.xlarge"]) == 2
+    assert "fallback_instance_types.instance_group_1[0]: 'ml.g5.xlarge' is a GPU type" in capsys.readouterr().err
+    assert main(["validate", str(path), "--fallback", "ml.g5.xlarge"]) == 2
+    assert "--fallback: 'ml.g5.xlarge': expected GROUP=TYPE[:COUNT],..." in capsys.readouterr().err

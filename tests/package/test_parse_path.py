@@ -26,6 +26,7 @@ PARSE_PATH = {
     "airflow_hetero._lazy",
     "airflow_hetero.operators",
     "airflow_hetero.operators.training",
+    "airflow_hetero.operators.capacity_fallback",  # the operator's mixin: stdlib and _compat only
     "airflow_hetero.lineage",
     "airflow_hetero.lineage.mixin",
     "airflow_hetero.links",
@@ -77,6 +78,9 @@ from airflow_hetero.operators import HeteroTrainingOperator
 with DAG("parse_path", schedule=None) as dag:
     HeteroTrainingOperator(task_id="job", job=job)
     HeteroTrainingOperator(task_id="request", request=request)
+    fallbacks = {"instance_group_2": ["ml.p4d.24xlarge", {"instance_type": "ml.p4de.24xlarge", "instance_count": 2}]}
+    HeteroTrainingOperator(task_id="job_fallbacks", job=job, fallback_instance_types=fallbacks)
+    HeteroTrainingOperator(task_id="request_fallbacks", request=request, fallback_instance_types=fallbacks)
 Serializer.to_dict(dag)
 
 loaded = sorted(set(sys.modules) - before)

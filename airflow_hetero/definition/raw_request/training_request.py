@@ -16,16 +16,17 @@ per task instance (it becomes the base of that name), so a retry finds its job.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from airflow_hetero.definition import naming
+from airflow_hetero.definition import fallbacks, naming
 from airflow_hetero.definition.errors import JobDefinitionError, Problem, unique
+from airflow_hetero.definition.fallbacks import Candidate
 from airflow_hetero.definition.raw_request import service_rules
 from airflow_hetero.definition.raw_request.provider_config import ProviderSteps, take_provider_steps
 
-__all__ = ["TITLE", "TrainingRequest", "check_request", "is_request_document", "load_request"]
+__all__ = ["TITLE", "TrainingRequest", "check_request", "fallback_problems", "is_request_document", "load_request"]
 
 TITLE = "invalid CreateTrainingJob request"
 OPERATION = "CreateTrainingJob"
@@ -40,13 +41,20 @@ class TrainingRequest:
     """
 
     def __init__(
-        self, request: dict[str, Any], given_name: str | None = None, steps: ProviderSteps | None = None
+        self,
+        request: dict[str, Any],
+        given_name: str | None = None,
+        steps: ProviderSteps | None = None,
+        fallbacks: Mapping[str, Any] | None = None,
     ) -> None:
         self.request = request
         #: The TrainingJobName the request came with (replaced by the task's name), if any.
         self.given_name = given_name
         #: What the Amazon provider's config asks for before the job is created (S3Operations, a role name).
         self.steps = steps if steps is not None else ProviderSteps()
+        #: Each group's fallback candidates, ``[(instance_type, instance_count)]`` in order of preference:
+        #: the operator's ``fallback_instance_types`` (checked by :func:`fallback_problems`).
+        self.fallbacks = fallbacks_of(request, fallbacks)
 
     @property
     def base_job_name(self) -> str:
@@ -107,15 +115,52 @@ def check_request(data: Mapping[str, Any]) -> tuple[TrainingRequest, list[Proble
     return TrainingRequest(request, given or None, steps), unique(problems)
 
 
-def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest) -> TrainingRequest:
-    """A request from a mapping or a YAML/JSON file, checked; JobDefinitionError lists every problem."""
+def fallbacks_of(request: Mapping[str, Any], argument: Mapping[str, Any] | None) -> dict[str, list[Candidate]]:
+    """The groups' candidates from a checked ``fallback_instance_types`` argument (none: every list empty)."""
+    return fallbacks.resolved(fallbacks.request_groups(request), {}, argument)
+
+
+def fallback_problems(request: Mapping[str, Any], argument: Any) -> list[Problem]:
+    """The operator's ``fallback_instance_types`` for ``request``: its entries, then the service's and the
+    SDK's rules (:mod:`~airflow_hetero.definition.raw_request.service_rules`) on every candidate."""
+    if argument is None:
+        return []
+    resource = request.get("ResourceConfig")
+    hetero = isinstance(resource, Mapping) and bool(resource.get("InstanceGroups"))
+    groups = fallbacks.request_groups(request)
+    problems = fallbacks.argument_problems(argument, groups if hetero else [])
+    if problems:
+        return problems
+
+    def rules(cluster: Sequence[fallbacks.Group]) -> list[Problem]:
+        candidate = fallbacks.with_cluster(request, {name: (kind, count) for name, kind, count in cluster})
+        return service_rules.service_problems(candidate) + service_rules.sdk_problems(candidate)
+
+    lists = fallbacks_of(request, argument)
+    return list(
+        fallbacks.candidate_problems(groups, lists, rules, lambda name, index: (fallbacks.ARGUMENT, name, index))
+    )
+
+
+def load_request(source: Mapping[str, Any] | str | Path | TrainingRequest, *, fallbacks: Any = None) -> TrainingRequest:
+    """A request from a mapping or a YAML/JSON file, checked; JobDefinitionError lists every problem.
+
+    ``fallbacks``: the operator's ``fallback_instance_types`` (``{group: [type or {instance_type,
+    instance_count}]}``), checked against the request's groups and kept as :attr:`TrainingRequest.fallbacks`.
+    """
     if isinstance(source, TrainingRequest):
-        return source
-    if not isinstance(source, Mapping):
+        if fallbacks is None:
+            return source
+        checked, problems = source, list[Problem]()
+    elif not isinstance(source, Mapping):
         from airflow_hetero.definition.input_file import read_definition_file
 
-        source = read_definition_file(Path(source))
-    checked, problems = check_request(source)
+        checked, problems = check_request(read_definition_file(Path(source)))
+    else:
+        checked, problems = check_request(source)
+    problems = unique([*problems, *fallback_problems(checked.request, fallbacks)])
     if problems:
         raise JobDefinitionError(problems, TITLE)
-    return checked
+    if fallbacks is None:
+        return checked
+    return TrainingRequest(checked.request, checked.given_name, checked.steps, fallbacks)
