@@ -36,8 +36,7 @@ from airflow_hetero._compat import AirflowFailException, BaseOperator, default_d
 from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
-from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
-from airflow_hetero.pricing.settings import PriceSettings
+from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
 
 if TYPE_CHECKING:
     import jinja2
