@@ -25,8 +25,7 @@ from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, 
 from airflow_hetero.links.instance_groups import InstanceGroupsLink
 from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 from airflow_hetero.logs.verdict import Thresholds
-from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
-from airflow_hetero.pricing.settings import PriceSettings
+from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
 
 #: XCom key of the verdict (also inside ``return_value`` as ``verdict``).
 VERDICT_XCOM_KEY = "verdict"

@@ -36,8 +36,7 @@ from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, 
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
 from airflow_hetero.operators.capacity_fallback import JOB_NAME_XCOM_KEY, CapacityFallbackMixin
-from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
-from airflow_hetero.pricing.settings import PriceSettings
+from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
 
 if TYPE_CHECKING:
     import jinja2

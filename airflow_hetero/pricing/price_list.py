@@ -15,11 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# Re-exported (``as``): the checks live where a DAG parse can import them without this module's dataclass.
-from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY as PRICE_LIST_CURRENCY  # noqa: PLC0414
-from airflow_hetero.pricing.checks import check_currency as check_currency  # noqa: PLC0414
-from airflow_hetero.pricing.checks import check_overrides as check_overrides  # noqa: PLC0414
-from airflow_hetero.pricing.checks import number_or_none as number_or_none  # noqa: PLC0414
+# Re-exported (``as``): the checks live with the price settings, which a DAG parse imports (no dataclass).
+from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY as PRICE_LIST_CURRENCY  # noqa: PLC0414
+from airflow_hetero.pricing.settings import check_currency as check_currency  # noqa: PLC0414
+from airflow_hetero.pricing.settings import check_overrides as check_overrides  # noqa: PLC0414
+from airflow_hetero.pricing.settings import number_or_none as number_or_none  # noqa: PLC0414
 
 SERVICE_CODE = "AmazonSageMaker"
 PRODUCT_FAMILY = "ML Instance"

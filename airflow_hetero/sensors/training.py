@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_hetero._compat import BaseSensorOperator, PokeReturnValue, default_deferrable
 from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
-from airflow_hetero.pricing.checks import PRICE_LIST_CURRENCY
-from airflow_hetero.pricing.settings import PriceSettings
+from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Asset, Context
