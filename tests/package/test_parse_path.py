@@ -69,6 +69,11 @@ try:
     from airflow.serialization.serialized_objects import DagSerialization as Serializer
 except ImportError:  # Airflow 2
     from airflow.serialization.serialized_objects import SerializedDAG as Serializer
+# Airflow's own serialization machinery (jsonschema on Airflow 2) loads in the dag-processor's parent
+# before any DAG of ours: serialize a DAG without our operators first.
+with DAG("warm_up", schedule=None) as warm_up:
+    pass
+Serializer.to_dict(warm_up)
 built.clear()
 before = set(sys.modules)
 
