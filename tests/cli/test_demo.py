@@ -98,7 +98,8 @@ def test_the_installed_demo_runs_the_example_dags_and_prints_steps_summary_and_v
     assert re.search(r"^  data_group: CPUs [\d.]+% busy", verdict, re.MULTILINE), verdict
     # the second DAG ran on the model asset the first one updated, and deployed that job's model
     assert "==> task states: deploy=success, evaluate=success" in out
-    (job,) = re.findall(r"==> deployed s3://airflow-hetero-demo/deployed/model.tar.gz from (hetero-retrain-\w+)", out)
+    deployed = r"==> deployed s3://airflow-hetero-demo/deployed/model.tar.gz from (hetero-retrain-[\w-]+)"
+    (job,) = re.findall(deployed, out)
     assert f"Submitted training job {job}" in log  # the job the first DAG ran, in Airflow's log
     assert job.endswith("-1") and f"Submitted training job {job[:-2]} " in log  # after the one that failed
     # the offline endpoint publishes the job's final metrics, so the deploy DAG reads SageMaker's figure
