@@ -1,6 +1,7 @@
 """``airflow-hetero demo``: the example retraining DAG end to end, offline.
 
-Starts the offline endpoint, seeds its S3 with a week of example data, runs the
+Starts the offline endpoint without capacity for the example's training type (so the job falls
+back to its ``fallback_instance_types``, docs/capacity.md), seeds its S3 with a week of example data, runs the
 ``hetero_retraining`` DAG with ``dag.test()`` against a throwaway SQLite Airflow home (on Airflow 3
 as a manual run without a logical date), prints the per-group summary and verdict the DAG produced,
 then runs ``hetero_model_deploy``, the DAG scheduled on the model asset the first one updated. No AWS
@@ -36,6 +37,9 @@ BUCKET = "airflow-hetero-demo"
 MODEL_ASSET = f"s3://{BUCKET}/models"
 DAG_FILE = "hetero_retraining_dag.py"
 DEPLOY_DAG_FILE = "hetero_model_deploy_dag.py"
+#: The example job's training type (hetero_retraining/job.yaml): the demo's endpoint has no capacity for
+#: it, so the ``train`` task's first job fails with a CapacityError and the group falls back.
+NO_CAPACITY_TYPE = "ml.g5.xlarge"
 #: When the demo's weekly run happens; it trains on the data interval that ends then.
 RUN_AFTER = datetime(2026, 11, 29, tzinfo=UTC)
 TRUE_WEIGHTS, TRUE_BIAS, NOISE = (3.0, -2.0), 0.5, 0.1
@@ -233,8 +237,11 @@ def run_demo(args: argparse.Namespace, term: Terminal, dags_folder: Path, workdi
     """The demo's steps, each announced on ``term``; the exit code."""
     from airflow_hetero.local import LocalEndpoint
 
-    term.step(f"starting the offline SageMaker endpoint (workdir {workdir / 'endpoint'})")
-    with LocalEndpoint(workdir=workdir / "endpoint", metrics_interval=1.0) as endpoint:
+    term.step(
+        f"starting the offline SageMaker endpoint, no {NO_CAPACITY_TYPE} capacity (workdir {workdir / 'endpoint'})"
+    )
+    capacity = {NO_CAPACITY_TYPE: 0}
+    with LocalEndpoint(workdir=workdir / "endpoint", metrics_interval=1.0, capacity=capacity) as endpoint:
         term.say(f"    {endpoint.url}  (SageMaker, S3, CloudWatch Logs and metrics on one URL)")
         term.say(f"    the DAGs: {dags_folder}")
         if term.log is not None:

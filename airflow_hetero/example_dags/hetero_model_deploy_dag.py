@@ -1,6 +1,6 @@
 """Evaluate and deploy each model the retraining DAG produces: scheduled on the model asset.
 
-``hetero_retraining``'s ``wait`` task updates the asset ``s3://airflow-hetero-demo/models`` when its
+``hetero_retraining``'s ``train`` task updates the asset ``s3://airflow-hetero-demo/models`` when its
 training job completes; the event's extra carries the job name, the model artifact, the instance
 groups and the job's final metrics. This DAG runs on each such event: ``evaluate`` accepts the
 model when its final ``train:loss`` is low enough (SageMaker's final metric; a job that reported

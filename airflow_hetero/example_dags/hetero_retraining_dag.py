@@ -1,7 +1,8 @@
 """Weekly retraining on a SageMaker heterogeneous cluster.
 
-week (which week of data) -> submit (returns at once) -> wait (deferrable sensor; updates the
-model asset) -> summarize (per-group logs, metrics and utilisation) -> gate (fails the run when the
+week (which week of data) -> train (submits, waits in the triggerer, falls back to the training
+group's other GPU type when SageMaker has no capacity; updates the model asset) -> summarize
+(per-group logs, metrics, utilisation, cost and the capacity fallback) -> gate (fails the run when the
 model or any group looks wrong). ``hetero_model_deploy_dag.py`` is scheduled on the model asset.
 
 The job definition (``hetero_retraining/job.yaml``) templates its S3 prefixes from the week the
@@ -22,7 +23,6 @@ from airflow.providers.common.compat.sdk import DAG, AirflowFailException, Asset
 from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
-from airflow_hetero.sensors import HeteroTrainingSensor
 
 #: How often to check the job; the demo polls every few seconds, real jobs need less.
 POLL_SECONDS = float(os.environ.get("HETERO_RETRAINING_POLL_SECONDS", "60"))
@@ -49,22 +49,17 @@ with DAG(
             start = dag.timetable.infer_manual_data_interval(run_after=context["dag_run"].run_after).start
         return f"{start:%Y-%m-%d}"
 
-    submit = HeteroTrainingOperator(
-        task_id="submit",
+    # The operator waits itself (in the triggerer): on a capacity failure it submits the next
+    # cluster of job.yaml's fallback_instance_types, which a separate sensor could not.
+    train = HeteroTrainingOperator(
+        task_id="train",
         job="hetero_retraining/job.yaml",
-        wait_for_completion=False,
-    )
-    wait = HeteroTrainingSensor(
-        task_id="wait",
-        job_name="{{ ti.xcom_pull(task_ids='submit')['training_job_name'] }}",
         deferrable=True,
-        poke_interval=POLL_SECONDS,
+        check_interval=POLL_SECONDS,
         model_asset=MODEL,
     )
-    summarize = HeteroLogSummaryOperator(
-        task_id="summarize",
-        job_name="{{ ti.xcom_pull(task_ids='submit')['training_job_name'] }}",
-    )
+    # the job train ran (whether it succeeded or failed) and the clusters it tried before
+    summarize = HeteroLogSummaryOperator(task_id="summarize", training_task_id="train")
 
     @task(retries=0)
     def gate(summary: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -82,5 +77,5 @@ with DAG(
             raise AirflowFailException("model rejected: " + "; ".join(problems))  # retrying cannot help
         return {"training_job_name": summary["training_job_name"], "final_loss": loss}
 
-    week() >> submit >> wait >> summarize
+    week() >> train >> summarize
     gate(summarize.output)

@@ -18,6 +18,7 @@ from airflow_hetero.logs.shape import UTILIZATION_METRICS
 
 if TYPE_CHECKING:
     from airflow_hetero.logs.shape import (
+        CapacityAttempt,
         Cost,
         CostHeadline,
         Devices,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "capacity_attempts_of",
     "cost_of",
     "device_counts_of",
     "error_samples_of",
@@ -207,6 +209,13 @@ _STEP = _shape(
     }
 )
 _WINDOW = _shape({"start": _or_none(_STR), "end": _or_none(_STR), "seconds": _NUM})
+_ATTEMPT = _shape(
+    {
+        "job_name": _or_none(_STR),
+        "instance_groups": _list_of(_shape({"name": _STR, "type": _STR, "count": _INT})),
+        "reason": _STR,
+    }
+)
 _SUMMARY = _shape(
     {
         "training_job_name": _STR,
@@ -227,6 +236,7 @@ _SUMMARY = _shape(
         "verdict": lambda value: _VERDICT(value) or _VERDICT_HEADLINE(value),
         "cost": lambda value: _COST(value) or _COST_HEADLINE(value),
         "api_calls": _dict_of(_INT),
+        "capacity_attempts": _list_of(_ATTEMPT),
         **dict.fromkeys(("problems_total", "unmapped_hosts_total"), _INT),
     },
 )
@@ -251,6 +261,10 @@ def _is_cost(value: object) -> TypeGuard[Cost]:
 
 def _is_cost_headline(value: object) -> TypeGuard[CostHeadline]:
     return _COST_HEADLINE(value)
+
+
+def _is_attempt(value: object) -> TypeGuard[CapacityAttempt]:
+    return _ATTEMPT(value)
 
 
 def _is_utilization(value: object) -> TypeGuard[Utilization]:
@@ -292,6 +306,13 @@ def cost_of(summary: Mapping[str, object]) -> Cost | CostHeadline | None:
     if _is_cost(cost) or _is_cost_headline(cost):
         return cost
     return None
+
+
+def capacity_attempts_of(summary: Mapping[str, object]) -> list[CapacityAttempt]:
+    """The clusters that failed for lack of capacity before the job that ran, oldest first; [] when
+    the job ran on its first cluster (or the summary does not say). Unreadable ones left out."""
+    attempts = summary.get("capacity_attempts")
+    return [a for a in attempts if _is_attempt(a)] if isinstance(attempts, list) else []
 
 
 def groups_of(summary: Mapping[str, object]) -> dict[str, Mapping[str, object]]:

@@ -1,4 +1,5 @@
-"""The report of a summary: its per-group table, then its verdict, every line within the table's width (pure).
+"""The report of a summary: its per-group table, the capacity fallback the job ran after, then its
+verdict, every line within the table's width (pure).
 
 One text for every place that shows a summary: the summary operator's task log, ``airflow-hetero
 summarize`` and ``airflow-hetero demo``. The summary may be any JSON mapping (one read back from
@@ -11,7 +12,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping
 
-from airflow_hetero.logs.accessors import is_skeleton, verdict_of
+from airflow_hetero.logs.accessors import capacity_attempts_of, groups_of, is_skeleton, verdict_of
 from airflow_hetero.logs.table import TABLE_WIDTH, format_table
 from airflow_hetero.logs.text import strip_control
 from airflow_hetero.logs.verdict import format_verdict
@@ -37,7 +38,34 @@ def verdict_lines(summary: Mapping[str, object]) -> list[str]:
     return [part for line in lines for part in wrap_indented(line)]
 
 
+def _move(name: str, was: tuple[str, int], now: tuple[object, object]) -> str:
+    """``train_group fell back ml.g5.xlarge -> ml.g5.2xlarge``; with the counts when they changed."""
+    if was[1] == now[1]:
+        return f"{name} fell back {was[0]} -> {now[0]}"
+    return f"{name} fell back {was[1]} x {was[0]} -> {now[1]} x {now[0]}"
+
+
+def capacity_lines(summary: Mapping[str, object]) -> list[str]:
+    """``Capacity: train_group fell back ml.g5.xlarge -> ml.g5.2xlarge (1 attempt failed: CapacityError)``:
+    the groups the job that ran has on other types than the job as written (the first attempt), and
+    why; [] without a fallback. The table's types and cost are the job that ran's (a capacity failure
+    bills nothing)."""
+    attempts = capacity_attempts_of(summary)
+    if not attempts:
+        return []
+    ran = groups_of(summary)
+    moves = []
+    for group in attempts[0]["instance_groups"]:
+        final = ran.get(group["name"], {})
+        now = (final.get("instance_type"), final.get("instance_count"))
+        if now != (group["type"], group["count"]):
+            moves.append(_move(group["name"], (group["type"], group["count"]), now))
+    codes = ", ".join(attempt["reason"].split(":", 1)[0] for attempt in attempts)
+    failed = f"{len(attempts)} attempt{'s' if len(attempts) > 1 else ''} failed: {codes}"
+    return wrap_indented(strip_control(f"Capacity: {', '.join(moves) or 'no group moved'} ({failed})"))
+
+
 def format_report(summary: Mapping[str, object]) -> str:
-    """The table (:func:`~airflow_hetero.logs.table.format_table`), then the verdict: what the task log,
-    the CLI and the demo print."""
-    return "\n".join([format_table(summary), *verdict_lines(summary)])
+    """The table (:func:`~airflow_hetero.logs.table.format_table`), the capacity fallback, then the
+    verdict: what the task log, the CLI and the demo print."""
+    return "\n".join([format_table(summary), *capacity_lines(summary), *verdict_lines(summary)])

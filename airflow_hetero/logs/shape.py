@@ -347,6 +347,23 @@ class Truncated(TypedDict, total=False):
     other: list[str]  # the other cuts, in the order they were made
 
 
+class AttemptGroup(TypedDict):
+    """One instance group of a capacity attempt's cluster."""
+
+    name: str
+    type: str
+    count: int
+
+
+class CapacityAttempt(TypedDict):
+    """A cluster that failed for lack of capacity before the job that ran (the training operator's
+    ``capacity_attempts``; docs/capacity.md): its job (None: the create was refused) and the reason."""
+
+    job_name: str | None
+    instance_groups: list[AttemptGroup]
+    reason: str
+
+
 class LogSummary(JobOverview):
     """The whole summary. Key order: ``training_job_name``, the :class:`JobOverview` keys, then the
     ones below; ``verdict`` and ``api_calls`` come from summarize_training_job (build_summary adds
@@ -363,6 +380,7 @@ class LogSummary(JobOverview):
     verdict: NotRequired[Verdict | VerdictHeadline]
     cost: NotRequired[Cost | CostHeadline]  # when the summary was given prices (or overrides)
     api_calls: NotRequired[dict[str, int]]  # calls by action, plus "total"
+    capacity_attempts: NotRequired[list[CapacityAttempt]]  # only when the job ran after a capacity fallback
     problems_total: NotRequired[int]
     unmapped_hosts_total: NotRequired[int]
 

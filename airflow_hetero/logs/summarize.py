@@ -16,6 +16,7 @@ from typing import Any
 
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.job.resource_config import instance_groups
+from airflow_hetero.logs.accessors import capacity_attempts_of
 from airflow_hetero.logs.cloudwatch import ApiCalls, counted_call, metric_period, read_job_logs, read_utilization
 from airflow_hetero.logs.mapping import resolve_mapping
 from airflow_hetero.logs.patterns import LineRules
@@ -36,6 +37,9 @@ from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price, check_
 
 #: Prices given to the summary: instance type -> price, or a function of the job's instance types.
 Prices = Mapping[str, Price] | Callable[[list[str]], Mapping[str, Price]]
+
+#: How much of a capacity attempt's reason the summary keeps (its code and the service's sentence).
+ATTEMPT_REASON_CHARS = 300
 
 __all__ = ["DEFAULT_MAX_XCOM_BYTES", "summarize_training_job"]
 
@@ -62,6 +66,7 @@ def summarize_training_job(
     capacity_overrides: Mapping[str, Mapping[str, Any]] | None = None,
     prices: Prices | None = None,
     currency: str = PRICE_LIST_CURRENCY,
+    capacity_attempts: Iterable[Mapping[str, Any]] | None = None,
 ) -> BoundedSummary:
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
@@ -78,6 +83,9 @@ def summarize_training_job(
     :param prices: instance type -> :class:`~airflow_hetero.pricing.price_list.Price` in ``currency``,
         or a function of the job's instance types returning them (``HeteroTrainingHook.training_prices``);
         given, the summary has ``cost`` and the verdict's suggestions their ``effect``.
+    :param capacity_attempts: the training operator's ``capacity_attempts`` (clusters that failed for
+        lack of capacity before this job); non-empty, the summary keeps them, each reason's first
+        :data:`ATTEMPT_REASON_CHARS` characters. Everything else is this job's own (its Describe).
     Works on a running job too (``partial`` is then True). Raises ValueError for bad arguments or
     patterns before any log is read; service errors (e.g. an unknown job) propagate.
     """
@@ -169,4 +177,7 @@ def summarize_training_job(
         cost=cost,
         api_calls=calls.as_dict(),
     )
+    attempts = capacity_attempts_of({"capacity_attempts": list(capacity_attempts or ())})
+    if attempts:
+        summary["capacity_attempts"] = [{**a, "reason": a["reason"][:ATTEMPT_REASON_CHARS]} for a in attempts]
     return enforce_size_limit(summary, max_xcom_bytes)

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 #: capacity attempt: there whatever the task's ending (a failed task pushes no ``return_value``), for the
 #: summary of a failed job. Imported from :mod:`airflow_hetero.operators.training` by its readers.
 JOB_NAME_XCOM_KEY = "training_job_name"
+#: XCom key of a job with fallbacks' failed attempts (the result's ``capacity_attempts``), pushed with
+#: each job's name and before the task fails when no cluster is left: the summary reads it.
+CAPACITY_ATTEMPTS_XCOM_KEY = "capacity_attempts"
 
 
 class CapacityFallbackMixin:
@@ -105,14 +108,21 @@ class CapacityFallbackMixin:
         return sent
 
     def attach(self, hook: HeteroTrainingHook, job: Submittable, context: Context) -> tuple[str, dict[str, Any] | None]:
-        """:meth:`start_job`, then the job's name in XCom and the extra links (again for each new attempt)."""
+        """:meth:`start_job`, then the job's name (and a chain's attempts) in XCom and the extra links
+        (again for each new attempt)."""
+        from airflow_hetero.job.capacity_chain import CapacityExhaustedError
         from airflow_hetero.job.waiting import wait_limit_seconds
         from airflow_hetero.links.training import persist_job_links
 
         region = hook.conn_region_name
-        name, describe = self.start_job(hook, job, context, region)
+        try:
+            name, describe = self.start_job(hook, job, context, region)
+        except CapacityExhaustedError as err:
+            context["ti"].xcom_push(key=CAPACITY_ATTEMPTS_XCOM_KEY, value=err.attempts)
+            raise
         if self.chain is not None:
             self.chain.new_round = False
+            context["ti"].xcom_push(key=CAPACITY_ATTEMPTS_XCOM_KEY, value=self.chain.as_result())
         self.active_job_name = name
         if describe is not None:
             self.wait_limit = wait_limit_seconds(describe)
@@ -120,13 +130,14 @@ class CapacityFallbackMixin:
         context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=name)
         return name, describe
 
-    def capacity_chain(self, job: Submittable) -> CapacityChain | None:
-        """A new chain of capacity attempts for a job with fallbacks; None for one without (no fallback)."""
+    def capacity_chain(self, job: Submittable, new_round: bool = True) -> CapacityChain | None:
+        """A new chain of capacity attempts for a job with fallbacks; None for one without (no fallback).
+        ``new_round=False``: within a try already (the attempts come from the walk of the jobs)."""
         if not any(job.fallbacks.values()):
             return None
         from airflow_hetero.job.capacity_chain import CapacityChain
 
-        return CapacityChain(limit=self.capacity_attempts)
+        return CapacityChain(limit=self.capacity_attempts, new_round=new_round)
 
     def capacity_failed(self, err: TrainingJobFailedError) -> bool:
         """True when the job failed for lack of capacity and has fallbacks: the chain goes on."""

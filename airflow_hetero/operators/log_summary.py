@@ -7,7 +7,8 @@ group reads ``["groups"][name]``); the bottleneck verdict (:mod:`airflow_hetero.
 also pushed as ``verdict``, and what the job cost (``cost``, from ``prices`` and the Price List Query
 API, :mod:`airflow_hetero.pricing`) as ``cost``. The job is ``job_name`` or the one the task
 ``training_task_id`` created (its ``training_job_name`` XCom key, pushed before it waits, so a
-failed training task's job is summarised too).
+failed training task's job is summarised too); from that task's ``capacity_attempts`` key the summary
+also says which clusters failed for lack of capacity before that job (docs/capacity.md).
 
 Importing this module loads nothing beyond ``airflow.sdk``, the small
 :mod:`airflow_hetero.logs.size_limit` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
@@ -43,7 +44,8 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
     :param job_name: the training job (templated, e.g.
         ``"{{ ti.xcom_pull(task_ids='train', key='training_job_name') }}"``).
     :param training_task_id: instead of ``job_name``: the ``HeteroTrainingOperator`` task whose job to
-        summarise, whether that task succeeded or failed (read from its ``training_job_name`` XCom key).
+        summarise, whether that task succeeded or failed (read from its ``training_job_name`` XCom key),
+        with the capacity fallback it made (its ``capacity_attempts`` key).
     :param aws_conn_id, region_name, verify, botocore_config: the AWS connection, its region, TLS
         verification (False, or a CA bundle path) and ``botocore.config.Config`` options, as on the training
         operator (:mod:`airflow_hetero.hooks.aws_settings`).
@@ -147,6 +149,11 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
         from airflow_hetero.logs.summarize import summarize_training_job
 
         job_name = self.training_job_name(context)
+        attempts = None
+        if self.training_task_id is not None:  # the clusters it tried before, when it fell back
+            from airflow_hetero.operators.capacity_fallback import CAPACITY_ATTEMPTS_XCOM_KEY
+
+            attempts = context["ti"].xcom_pull(task_ids=self.training_task_id, key=CAPACITY_ATTEMPTS_XCOM_KEY)
         hook = self.make_hook()
         summary = summarize_training_job(
             job_name,
@@ -162,6 +169,7 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
             series_points=self.series_points or DEFAULT_SERIES_POINTS,
             prices=lambda types: hook.training_prices(types, self.price_settings),
             currency=self.price_settings.currency,
+            capacity_attempts=attempts if isinstance(attempts, list) else None,
         )
         self.log.info("Log summary of %s:\n%s", job_name, format_report(summary))
         ti = context["ti"]

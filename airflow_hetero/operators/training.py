@@ -534,9 +534,12 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
                 timeout_message=deferred_timeout_message(event.get("deadline_reason"), self.max_ingestion_time),
             )
         except TrainingJobFailedError as err:
+            job = self.load_definition(context)
+            if self.chain is None and capacity is None:  # resumed without the method's kwargs (dag.test)
+                self.chain = self.capacity_chain(job, new_round=False)  # rebuilt by attach's walk of the jobs
             if not self.capacity_failed(err):
                 raise
-            name, _ = self.attach(self.make_hook(), self.load_definition(context), context)
+            name, _ = self.attach(self.make_hook(), job, context)
             self.defer_wait(name, (capacity or {}).get("started_at"))
             raise  # not reached: defer_wait raises TaskDeferred
         self.active_job_name = None

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from support.installed import ROOT, built_wheel, run_without_modules, scratch_venv
 
+from airflow_hetero.demo import NO_CAPACITY_TYPE
+
 #: the example job's hosts listen on port 7100 of their loopback addresses
 pytestmark = pytest.mark.fixed_ports
 
-#: The most lines the default output may take (39 seen: steps, table, verdict, deploy).
+#: The most lines the default output may take (44 seen: steps, table, capacity line, verdict, deploy).
 SHORT = 50
 #: Lines of Airflow's own log, which the default output leaves in WORKDIR/airflow.log.
 AIRFLOW_CHATTER = ("[DAG TEST]", "Task instance state updated", "Filling up the DagBag")
@@ -65,7 +67,8 @@ def test_the_installed_demo_runs_the_example_dags_and_prints_steps_summary_and_v
     assert f"    Airflow's own log goes to {workdir / 'airflow.log'} (--verbose prints it here)" in out
     assert f"\n    the DAGs: {where}\n" in out  # the example DAGs of the installed package
     log = (workdir / "airflow.log").read_text()
-    assert "==> task states: gate=success, submit=success, summarize=success, wait=success, week=success" in out
+    assert out.startswith(f"==> starting the offline SageMaker endpoint, no {NO_CAPACITY_TYPE} capacity (workdir ")
+    assert "==> task states: gate=success, summarize=success, train=success, week=success" in out
     table = out.split("==> per-group summary", 1)[1].split("\n==> ", 1)[0]
     assert max(len(line) for line in table.splitlines()) <= 100
     rows: dict[str, list[list[str]]] = {}  # the stacked tables: logs per group, utilisation, then cost
@@ -75,12 +78,17 @@ def test_the_installed_demo_runs_the_example_dags_and_prints_steps_summary_and_v
     logs_rows = {name: found[0] for name, found in rows.items() if name != "total"}
     util_rows = {name: found[1] for name, found in rows.items() if name != "total"}
     cost_rows = {name: found[-1] for name, found in rows.items()}
-    for group, price in (("data_group", "0.05"), ("train_group", "0.5")):  # the endpoint's stand-in prices
+    for group, price in (("data_group", "0.05"), ("train_group", "1")):  # the endpoint's stand-in prices
         assert cost_rows[group][2] == price and cost_rows[group][3] != "unknown", cost_rows[group]
     assert cost_rows["total"][2] != "unknown"
     assert "a stand-in price, not an AWS price" in " ".join(table.split("\n  "))
     assert logs_rows["data_group"][1:3] == ["ml.c5.xlarge", "2"]
-    assert logs_rows["train_group"][1:3] == ["ml.g5.xlarge", "1"]
+    assert logs_rows["train_group"][1:3] == ["ml.g5.2xlarge", "1"]  # the fallback: no ml.g5.xlarge capacity
+    capacity = (
+        f"\nCapacity: train_group fell back {NO_CAPACITY_TYPE} -> ml.g5.2xlarge (1 attempt failed: CapacityError)\n"
+    )
+    assert capacity in table  # the failed attempt is not priced: it costs nothing
+    assert f"price of {NO_CAPACITY_TYPE}:" not in table and f"per {NO_CAPACITY_TYPE} " not in " ".join(table.split())
     for group in ("data_group", "train_group"):  # hosts live well under the 1 s metrics interval
         row = util_rows[group]
         assert "-" not in row[1:3] and row[3:] == ["-", "-"], row  # cpu, mem; gpu
@@ -90,8 +98,10 @@ def test_the_installed_demo_runs_the_example_dags_and_prints_steps_summary_and_v
     assert re.search(r"^  data_group: CPUs [\d.]+% busy", verdict, re.MULTILINE), verdict
     # the second DAG ran on the model asset the first one updated, and deployed that job's model
     assert "==> task states: deploy=success, evaluate=success" in out
-    (job,) = re.findall(r"==> deployed s3://airflow-hetero-demo/deployed/model.tar.gz from (hetero-retrain-\w+)", out)
+    deployed = r"==> deployed s3://airflow-hetero-demo/deployed/model.tar.gz from (hetero-retrain-[\w-]+)"
+    (job,) = re.findall(deployed, out)
     assert f"Submitted training job {job}" in log  # the job the first DAG ran, in Airflow's log
+    assert job.endswith("-1") and f"Submitted training job {job[:-2]} " in log  # after the one that failed
     # the offline endpoint publishes the job's final metrics, so the deploy DAG reads SageMaker's figure
     assert re.search(r"train:loss 0\.\d+ \(from the final metric\); groups: data_group, train_group", out)
     assert re.search(r"\n==> demo succeeded in \d+ s\n$", out)

@@ -1,4 +1,5 @@
-"""What the demo copies from Airflow's log when a task fails: the task's own lines, head and tail."""
+"""What the demo copies from Airflow's log when a task fails: the task's own lines, head and tail; the
+capacity it takes away from the example job."""
 
 from __future__ import annotations
 
@@ -6,7 +7,17 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from airflow_hetero.demo import FAILED_TASK_HEAD, FAILED_TASK_TAIL, Terminal, show_failed_tasks, task_sections
+import yaml
+
+from airflow_hetero import example_dags
+from airflow_hetero.demo import (
+    FAILED_TASK_HEAD,
+    FAILED_TASK_TAIL,
+    NO_CAPACITY_TYPE,
+    Terminal,
+    show_failed_tasks,
+    task_sections,
+)
 
 
 @dataclass
@@ -55,8 +66,8 @@ def failed_output(tmp_path: Path, log: str, run: Run) -> list[str]:
 
 def test_a_long_failed_task_log_keeps_its_start_and_its_error(tmp_path: Path) -> None:
     body = [f"line {n}" for n in range(100)]
-    log = "\n".join([start("submit"), "submit ok", start("gate"), *body, "AirflowFailException: model rejected"])
-    out = failed_output(tmp_path, log, Run([TI("submit", "success"), TI("gate", "failed")]))
+    log = "\n".join([start("train"), "train ok", start("gate"), *body, "AirflowFailException: model rejected"])
+    out = failed_output(tmp_path, log, Run([TI("train", "success"), TI("gate", "failed")]))
     total = 1 + len(body) + 1
     cut = total - FAILED_TASK_HEAD - FAILED_TASK_TAIL
     assert out[0] == (
@@ -67,7 +78,7 @@ def test_a_long_failed_task_log_keeps_its_start_and_its_error(tmp_path: Path) ->
     assert out[1 + FAILED_TASK_HEAD] == f"... ({cut} lines)"
     assert out[-1] == "AirflowFailException: model rejected"
     assert len(out) == 1 + FAILED_TASK_HEAD + 1 + FAILED_TASK_TAIL
-    assert "submit ok" not in out
+    assert "train ok" not in out
 
 
 def test_a_short_failed_task_log_is_copied_whole_for_each_failed_task(tmp_path: Path) -> None:
@@ -85,3 +96,11 @@ def test_without_task_markers_the_end_of_the_runs_log_is_shown(tmp_path: Path) -
     assert out[0].startswith(f"demo: the log of the run ({FAILED_TASK_TAIL} lines; ")
     assert out[1:] == lines[-FAILED_TASK_TAIL:]
     assert "an earlier run's line" not in out
+
+
+def test_the_demo_takes_away_the_capacity_of_the_example_training_groups_first_choice() -> None:
+    """So its summary shows a fallback: the type is the one job.yaml gives train_group, which has a fallback."""
+    job = yaml.safe_load((example_dags.folder() / "hetero_retraining" / "job.yaml").read_text())
+    train = next(g for g in job["instance_groups"] if g["instance_group_name"] == "train_group")
+    assert train["instance_type"] == NO_CAPACITY_TYPE
+    assert train["fallback_instance_types"] == ["ml.g5.2xlarge"]

@@ -125,6 +125,8 @@ def test_second_candidate_runs_after_a_capacity_error(conn: LocalEndpoint, code_
     assert f"dnn_group {FIRST} x1 -> {SECOND} x1" in "\n".join(logged.lines)
     pushed = [c.kwargs["value"] for c in ctx["ti"].xcom_push.call_args_list if c.kwargs["key"] == "training_job_name"]
     assert pushed == [attempt["job_name"], result["training_job_name"]]
+    attempts = [c.kwargs["value"] for c in ctx["ti"].xcom_push.call_args_list if c.kwargs["key"] == "capacity_attempts"]
+    assert attempts == [[], [attempt]]  # with each job, before its wait: the summary reads the last
 
 
 def run_with_pushes(op: HeteroTrainingOperator, run_id: str) -> tuple[dict[str, Any], list[str]]:
@@ -174,8 +176,11 @@ def test_capacity_freed_mid_chain_is_used(
 
 def test_every_candidate_exhausted_fails_with_one_message(conn: LocalEndpoint, code_dir: Path, sm: Any) -> None:
     conn.set_capacity({FIRST: 0, SECOND: 0, THIRD: 0})
+    ctx = context("exhausted-1")
     with pytest.raises(CapacityExhaustedError) as info:
-        operator(code_dir).execute(context("exhausted-1"))
+        operator(code_dir).execute(ctx)
+    pushed = [c.kwargs["value"] for c in ctx["ti"].xcom_push.call_args_list if c.kwargs["key"] == "capacity_attempts"]
+    assert pushed[-1] == info.value.attempts  # a failed task has them too
     message = str(info.value)
     assert "every cluster was tried" in message and "3 attempts" in message
     for kind in (f"1 x {FIRST}", f"1 x {SECOND}", f"2 x {THIRD}"):
@@ -256,3 +261,20 @@ def test_deferred_falls_back_and_defers_again(conn: LocalEndpoint, code_dir: Pat
     [attempt] = result["capacity_attempts"]
     assert attempt["reason"].startswith("CapacityError")
     assert len(jobs_of(sm, attempt["job_name"])) == 2
+
+
+def test_deferred_resumed_without_its_kwargs_still_falls_back(conn: LocalEndpoint, code_dir: Path, sm: Any) -> None:
+    """``dag.test()`` (Airflow 3.3) resumes with the trigger's event only: the chain comes from the jobs."""
+    conn.set_capacity({FIRST: 0})
+    ctx = context("deferred-bare-1")
+    with pytest.raises(TaskDeferred) as info:
+        operator(code_dir, deferrable=True).execute(ctx)
+    event = asyncio.run(asyncio.wait_for(anext(info.value.trigger.run()), 90))
+    with pytest.raises(TaskDeferred) as again:  # the next cluster, not the task's failure
+        operator(code_dir, deferrable=True).execute_complete(ctx, event.payload)
+    event = asyncio.run(asyncio.wait_for(anext(again.value.trigger.run()), 90))
+    result = operator(code_dir, deferrable=True).execute_complete(ctx, event.payload)
+    assert {"name": "dnn_group", "type": SECOND, "count": 1} in result["instance_groups"]
+    pushed = [c.kwargs["value"] for c in ctx["ti"].xcom_push.call_args_list if c.kwargs["key"] == "capacity_attempts"]
+    [attempt] = pushed[-1]  # what the summary reads
+    assert attempt["reason"].startswith("CapacityError") and len(jobs_of(sm, attempt["job_name"])) == 2

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from airflow_hetero.logs.accessors import (
+    capacity_attempts_of,
     cost_of,
     error_samples_of,
     groups_of,
@@ -183,3 +184,29 @@ def test_the_accessors_do_not_change_the_summary() -> None:
     before = copy.deepcopy(summary)
     format_report(summary)
     assert summary == before
+
+
+def attempt(reason: str, dnn: tuple[str, int], job_name: str | None = "job-first") -> dict[str, Any]:
+    groups = [{"name": "data", "type": "ml.c5.18xlarge", "count": 2}, {"name": "dnn", "type": dnn[0], "count": dnn[1]}]
+    return {"job_name": job_name, "instance_groups": groups, "reason": reason}
+
+
+def test_a_summary_after_a_capacity_fallback_reads_and_reports_one_capacity_line() -> None:
+    summary = whole_summary()  # its dnn group ran on 1 x ml.p4d.24xlarge
+    summary["capacity_attempts"] = [
+        attempt("CapacityError: Unable to provision requested ML compute capacity.", ("ml.p5.48xlarge", 1)),
+        attempt("ResourceLimitExceeded: The account-level service limit ...", ("ml.g5.48xlarge", 1), None),
+    ]
+    assert is_log_summary(summary) and capacity_attempts_of(summary) == summary["capacity_attempts"]
+    report = format_report(summary)
+    table = format_table(summary)
+    capacity = "Capacity: dnn fell back ml.p5.48xlarge -> ml.p4d.24xlarge (2 attempts failed: CapacityError,"
+    assert report.startswith(f"{table}\n{capacity}\n  ResourceLimitExceeded)\nVerdict: ")  # wrapped at 100
+    summary["capacity_attempts"][0]["instance_groups"][1]["count"] = 2  # 2 x p5 -> 1 x p4d
+    assert "dnn fell back 2 x ml.p5.48xlarge -> 1 x ml.p4d.24xlarge (" in format_report(summary)
+    summary["capacity_attempts"] = [attempt("CapacityError", ("ml.p4d", 1)), {"job_name": 3}]
+    assert not is_log_summary(summary)  # a malformed attempt: the accessor leaves it out
+    assert capacity_attempts_of(summary) == summary["capacity_attempts"][:1]
+    for none in ([], None, "x"):
+        summary["capacity_attempts"] = none
+        assert capacity_attempts_of(summary) == [] and "Capacity:" not in format_report(summary)

@@ -15,6 +15,7 @@ from moto import mock_aws
 from support.log_jobs import create_job, put_stream, put_utilization, resource_config_line
 
 from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException
+from airflow_hetero.logs.report import format_report
 from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
 from airflow_hetero.runtime import format_marker
 
@@ -191,7 +192,8 @@ def test_training_task_id_finds_the_job_its_task_created(job: str) -> None:
     )
     summary = operator.execute({"ti": ti})  # type: ignore[arg-type]
     assert summary["training_job_name"] == job
-    ti.xcom_pull.assert_called_once_with(task_ids="train", key="training_job_name")
+    assert ti.xcom_pull.call_args_list[0].kwargs == {"task_ids": "train", "key": "training_job_name"}
+    assert "capacity_attempts" not in summary  # the task pushed none that reads as attempts
     ti.xcom_pull.return_value = None  # the training task failed before it created a job
     with pytest.raises(AirflowFailException, match="training_task_id='train': that task pushed no 'training_job_name'"):
         operator.execute({"ti": ti})  # type: ignore[arg-type]
@@ -233,3 +235,48 @@ def test_a_connection_behind_a_private_ca_and_a_proxy_is_summarised(
     assert summary["status"] == "Completed" and summary["groups"]["solo"]["hosts"] == ["algo-1"]
     assert summary["api_calls"]["GetMetricData"] == 1  # CloudWatch, too, through the proxy
     assert {tunnel.partition(":")[0] for tunnel in endpoint.tunnels} == {"sagemaker.hetero.test"}
+
+
+FAILED_ATTEMPT = {
+    "job_name": "summ-first",
+    "instance_groups": [
+        {"name": "data_group", "type": "ml.c5.xlarge", "count": 1},
+        {"name": "dnn_group", "type": "ml.p4d.24xlarge", "count": 1},
+    ],
+    "reason": "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different "
+    "ML instance type.",
+}
+
+
+def test_a_job_that_fell_back_shows_the_types_that_ran_the_fallback_and_only_its_own_cost(
+    job: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The training task fell back from 1 x ml.p4d.24xlarge to 2 x ml.p3.2xlarge (the fixture's job)."""
+    ti = MagicMock(dag_id="d", run_id="r", task_id="summary", map_index=-1)
+    pushed = {"training_job_name": job, "capacity_attempts": [FAILED_ATTEMPT]}
+    ti.xcom_pull.side_effect = lambda task_ids, key: pushed[key]
+    prices = {"ml.c5.xlarge": 0.2, "ml.p3.2xlarge": 3.0, "ml.p4d.24xlarge": 40.0}
+    operator = HeteroLogSummaryOperator(
+        task_id="summary",
+        training_task_id="train",
+        aws_conn_id=None,
+        region_name="us-east-1",
+        prices=prices,
+        use_pricing_api=False,
+    )
+    summary = operator.execute({"ti": ti})  # type: ignore[arg-type]
+    assert summary["capacity_attempts"] == [FAILED_ATTEMPT]
+    assert summary["groups"]["dnn_group"]["instance_type"] == "ml.p3.2xlarge"
+    assert summary["groups"]["dnn_group"]["instance_count"] == 2
+    cost = summary["cost"]
+    assert cost["groups"]["dnn_group"]["instance_type"] == "ml.p3.2xlarge"
+    assert "ml.p4d.24xlarge" not in cost["prices"]  # the failed attempt is not priced, let alone counted
+    alone, _ = run(job_name=job, prices=prices, use_pricing_api=False)  # the same job, no fallback known
+    assert cost["total"] == alone["cost"]["total"] and cost["groups"] == alone["cost"]["groups"]
+    assert [k for k in summary if k != "capacity_attempts"] == list(alone)  # otherwise the same shape
+    logged = " ".join(line.strip() for line in capsys.readouterr().out.splitlines())  # wrapped at 100
+    assert (
+        "Capacity: dnn_group fell back 1 x ml.p4d.24xlarge -> 2 x ml.p3.2xlarge (1 attempt failed: CapacityError)"
+        in logged
+    )
+    assert "Capacity:" not in format_report(alone)
