@@ -100,10 +100,11 @@ class CapacityChain:
 
     def observe(self, name: str, describe: Mapping[str, Any]) -> CapacityFailure | None:
         """Take in an ended job of this task instance found by name: a capacity failure is an attempt
-        (returned); any other end starts a new chain (the task's retry after a real failure trains again
-        from the first cluster). A running job changes nothing."""
+        (returned); a failure of another kind or a stop starts a new chain (the task's retry after a real
+        failure trains again from the first cluster). A running or completed job changes nothing: it is
+        the chain's last job (a retry that finds it completed returns it, with the attempts before it)."""
         status = describe.get("TrainingJobStatus")
-        if status in ("InProgress", "Stopping"):
+        if status in ("InProgress", "Stopping", "Completed"):
             return None
         failure = failure_of_reason(describe.get("FailureReason")) if status == "Failed" else None
         if failure is None:

@@ -210,10 +210,14 @@ class WorkerLost(BaseException):
     """The worker dies (not an Exception: nothing in the operator catches it)."""
 
 
+@pytest.mark.parametrize("fallback_done", [False, True], ids=["fallback-running", "fallback-completed"])
 def test_a_retry_re_attaches_to_the_newest_job_of_the_chain(
-    conn: LocalEndpoint, code_dir: Path, sm: Any, monkeypatch: pytest.MonkeyPatch
+    conn: LocalEndpoint, code_dir: Path, sm: Any, monkeypatch: pytest.MonkeyPatch, fallback_done: bool
 ) -> None:
+    """The retry finds the fallback job running, or (a slow retry: seen in make test) already completed;
+    either way its result carries the attempt before it."""
     conn.set_capacity({FIRST: 0})
+    run_id = f"lost-{'completed' if fallback_done else 'running'}"  # a task instance of its own
     first_try = operator(code_dir)
     waits: list[str] = []
     real_wait = first_try.wait
@@ -226,10 +230,14 @@ def test_a_retry_re_attaches_to_the_newest_job_of_the_chain(
 
     monkeypatch.setattr(first_try, "wait", wait_then_die)
     with pytest.raises(WorkerLost):
-        first_try.execute(context("lost-1"))
+        first_try.execute(context(run_id))
+    if fallback_done:
+        sm.get_waiter("training_job_completed_or_stopped").wait(
+            TrainingJobName=waits[1], WaiterConfig={"Delay": 1, "MaxAttempts": 300}
+        )
     retry = operator(code_dir)
     logged = record_logs(retry)
-    result = retry.execute(context("lost-1"))
+    result = retry.execute(context(run_id))
     assert result["training_job_name"] == waits[1]
     assert [a["job_name"] for a in result["capacity_attempts"]] == [waits[0]]
     jobs = jobs_of(sm, waits[0])
