@@ -133,14 +133,18 @@ def completed_job(endpoint: LocalEndpoint, clients: dict[str, Any], source: str)
     return name
 
 
-def _check_groups(summary: dict[str, Any], layout: dict[str, list[str]]) -> None:
-    """Hosts per group as the endpoint assigned them, each mapped by its marker line."""
+def _check_groups(summary: dict[str, Any], layout: dict[str, list[str]], killed: tuple[str, ...] = ()) -> None:
+    """Hosts per group as the endpoint assigned them, each mapped by its marker line; a host in ``killed``
+    (stopped when another host failed the job) may have been stopped before its script printed the marker:
+    the toolkit's start-up lines map it then."""
     assert set(summary["groups"]) == set(layout)
     for name, instance_type, count in GROUPS:
         group = summary["groups"][name]
         assert group["hosts"] == sorted(layout[name], key=natural_key)
         assert group["instance_type"] == instance_type and group["instance_count"] == count
-        assert group["mapped_by"] == dict.fromkeys(layout[name], "marker")
+        for host in layout[name]:
+            assert group["mapped_by"][host] in (("marker", "toolkit") if host in killed else ("marker",)), host
+        assert set(group["mapped_by"]) == set(layout[name])
     assert summary["unmapped_hosts"] == [] and summary["unmapped"] is None
     assert summary["problems"] == []
 
@@ -240,7 +244,9 @@ def test_summary_of_a_failed_job_names_the_host(endpoint: LocalEndpoint, clients
     assert wait(clients["sagemaker_client"], name)["TrainingJobStatus"] == "Failed"
     summary = summarize_training_job(name, **clients)
     layout = _layout(endpoint, name)
-    _check_groups(summary, layout)
+    # the data hosts are stopped when the trainer fails: on a busy machine (make test's parallel suites)
+    # one was stopped before its script had started, mapped by the toolkit's lines instead of the marker
+    _check_groups(summary, layout, killed=tuple(layout["data_group"]))
     (trainer,) = layout["dnn_group"]
     assert summary["status"] == "Failed" and trainer in summary["failure_reason"]
     dnn = summary["groups"]["dnn_group"]
