@@ -37,6 +37,9 @@ from airflow_hetero.job.outcome import classify
 from airflow_hetero.job.waiting import NOT_FOUND_YET, not_found_yet, wait_limit_seconds
 
 CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
+#: Seconds a trigger whose deadline has already passed waits for the first check of its job, so its
+#: timeout event says the job's state (an error reply ends the wait at once).
+FIRST_CHECK_WAIT = 30.0
 #: Airflow 3.3+ calls ``BaseTrigger.on_kill`` on user actions; older releases do not have it.
 HAS_TRIGGER_ON_KILL = hasattr(BaseTrigger, "on_kill")
 
@@ -175,14 +178,18 @@ class HeteroTrainingTrigger(AwsSettings, BaseTrigger):
 
         deadline = self._deadline_for(None)  # until a Describe succeeds: counted from the task's start
         known = self.deadline is not None
-        # a deadline that has already passed still gives the first check a moment, so the
-        # timeout event can carry the job's state
-        first_answer_by = time.time() + min(max(float(self.poll_interval), 2.0), 30.0)
+        # a deadline that has already passed still waits for the first check's outcome (a loaded
+        # triggerer may take seconds to make its client), so the timeout event carries the job's state
+        first_reply_by = time.time() + FIRST_CHECK_WAIT
         last: dict[str, Any] | None = None
+        replied = False
         try:
-            async with asyncio.timeout_at(loop_time(max(deadline, first_answer_by))) as timer:
+            async with asyncio.timeout_at(loop_time(max(deadline, first_reply_by))) as timer:
                 while True:
                     answer = await updates.get()
+                    if not replied and isinstance(answer, BaseException):
+                        timer.reschedule(loop_time(deadline))  # the service cannot say: no reason to wait on
+                    replied = True
                     if isinstance(answer, BaseException):
                         if not_found_yet(answer, self.created_at, self.not_found_grace_seconds):
                             self.log.warning(NOT_FOUND_YET, self.job_name)

@@ -17,13 +17,15 @@ from support.service_model import check_answer, check_request
 
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.triggers import HeteroTrainingTrigger
+from airflow_hetero.triggers.training import FIRST_CHECK_WAIT
 from airflow_hetero.triggers.watcher import REFRESH_INTERVALS, JobWatcher, _by_loop
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.001, max_delay=0.001)
 
 
-def client_error(code: str, status: int = 400) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "X")
+def client_error(code: str, status: int = 400, message: str | None = None) -> ClientError:
+    error = {"Code": code, "Message": message or code}
+    return ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": status}}, "X")
 
 
 class FakeSageMaker:
@@ -65,7 +67,7 @@ class FakeSageMaker:
         self.described[kwargs["TrainingJobName"]] += 1
         await asyncio.sleep(0)
         if kwargs["TrainingJobName"] not in self.jobs:
-            raise client_error("ValidationException")
+            raise client_error("ValidationException", message="Requested resource not found.")  # the service's words
         answer = dict(self.jobs[kwargs["TrainingJobName"]])
         check_answer("DescribeTrainingJob", answer)
         return answer
@@ -308,3 +310,34 @@ async def test_the_jobs_own_limits_move_the_deadline_once_it_is_described(servic
     (t,) = triggers(["old"], started_at=time.time())
     (event,) = await wait_all([t], timeout=5)  # the task's own start alone would allow a day
     assert event["status"] == "timeout" and event["job_status"] == "InProgress"
+
+
+@pytest.mark.parametrize("hook_delay", [2.5], ids=["hook-slower-than-two-seconds"])
+async def test_a_deadline_already_passed_waits_for_the_first_check_to_give_the_jobs_state(
+    monkeypatch: pytest.MonkeyPatch, hook_delay: float
+) -> None:
+    # a loaded triggerer can take seconds to make its client; the timeout event must still say the
+    # job's state (it once gave up after two seconds with job_status None)
+    fake = FakeSageMaker()
+    fake.add("late")
+    fake.move("late", "InProgress", "Training")
+
+    def slow_hook(_: HeteroTrainingTrigger) -> FakeHook:
+        time.sleep(hook_delay)
+        return FakeHook(fake)
+
+    monkeypatch.setattr(HeteroTrainingTrigger, "make_hook", slow_hook)
+    (event,) = await wait_all(triggers(["late"], deadline=time.time() - 1), timeout=60)
+    assert event["status"] == "timeout"
+    assert (event["job_status"], event["secondary_status"]) == ("InProgress", "Training")
+
+
+async def test_a_deadline_already_passed_ends_at_the_first_error_reply(service: FakeSageMaker) -> None:
+    # nothing to wait for once the service has answered with an error: the timeout comes at once,
+    # not after FIRST_CHECK_WAIT (the job is not known yet, so it has no state)
+    started = asyncio.get_running_loop().time()
+    (event,) = await wait_all(
+        triggers(["never-made"], deadline=time.time() - 1, created_at=time.time(), not_found_grace_seconds=600)
+    )
+    assert event["status"] == "timeout" and event["job_status"] is None
+    assert asyncio.get_running_loop().time() - started < FIRST_CHECK_WAIT / 2

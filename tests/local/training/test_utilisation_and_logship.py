@@ -205,18 +205,44 @@ def test_first_figure_is_the_cpu_since_start_not_a_priming_zero() -> None:
         proc.wait()
 
 
-def test_host_shorter_than_the_interval_gets_a_first_and_a_last_figure(host: Any) -> None:
+# Spins ``before`` CPU seconds, says so, waits for the release file, then spins ``after`` more: the
+# test takes the first figure in between, so each span holds CPU whatever share of a core it gets.
+SPIN_AROUND_A_RELEASE = (
+    "import os, time\n"
+    "def spin(seconds):\n"
+    "    t = time.process_time()\n"
+    "    while time.process_time() - t < seconds: pass\n"
+    "spin({before}); open({spun!r}, 'w').close()\n"
+    "while not os.path.exists({release!r}): time.sleep(0.005)\n"
+    "spin({after})\n"
+)
+
+
+def _wait_for(condition: Any, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_host_shorter_than_the_interval_gets_a_first_and_a_last_figure(host: Any, tmp_path: Path) -> None:
     cloudwatch = _Recorder()
     sampler = MetricsSampler(cloudwatch, "job-1", interval=60)  # no interval figure while it runs
-    sampler.start()
-    proc = host(SPIN.format(seconds=0.6))
+    spun, release = tmp_path / "spun", tmp_path / "release"
+    proc = host(SPIN_AROUND_A_RELEASE.format(before=0.15, after=0.2, spun=str(spun), release=str(release)))
     started = time.time()
     sampler.watch("algo-1", proc.start())
     created = _created(proc.pid)  # the first figure counts from here, as the sampler does
-    assert _wait_exit(proc) == 0
+    # the sampler's own loop takes the first figure, but only once the host has used CPU, and the host
+    # uses more only after that figure is out: no span depends on how a loaded machine schedules them
+    _wait_for(spun.exists, "the host's first CPU")
+    sampler.start()
+    _wait_for(lambda: cloudwatch.calls, "the first figure")
+    release.touch()
+    assert _wait_exit(proc, timeout=60) == 0
     usage = proc.usage
     assert usage is not None and started <= usage.ended <= time.time()
-    assert 0 < usage.cpu_seconds <= usage.ended - created  # one spinning thread: at most its lifetime
+    assert 0.35 <= usage.cpu_seconds <= usage.ended - created  # one spinning thread: at most its lifetime
     sampler.finish("algo-1", usage)
     sampler.close()
     first, last = _puts(cloudwatch)
