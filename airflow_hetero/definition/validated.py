@@ -106,14 +106,38 @@ def definition_key(
 ) -> str | None:
     """The cache key of a definition (or, ``request``, a CreateTrainingJob request), with the operator's
     ``fallbacks`` when given (``data`` None: those alone); None when uncacheable."""
-    from airflow_hetero import __version__
+    text = _canonical_text(data, fallbacks)
+    return None if text is None else _key(text, request=request)
 
+
+def _canonical_text(data: Mapping[str, Any] | None, fallbacks: Mapping[str, Any] | None) -> str | None:
+    """What the key digests: the canonical ``repr`` of ``data`` (and ``fallbacks``); None when uncacheable.
+
+    Dicts become tuples in it, so a ``{`` in it comes from a string: Jinja shows as ``{{`` or ``{%``.
+    """
+    data_text = _canonical_repr(dict(data)) if data is not None else "-"
+    fallbacks_text = _canonical_repr(fallbacks) if fallbacks is not None else ""
+    return _joined(data_text, fallbacks_text)
+
+
+def _canonical_repr(value: Any) -> str | None:
+    """``repr`` of :func:`_canonical` ``value``; None when it has no canonical form."""
     try:
-        text = repr(_canonical(dict(data))) if data is not None else "-"
-        if fallbacks is not None:
-            text += "\nfallback_instance_types " + repr(_canonical(fallbacks))
+        return repr(_canonical(value))
     except (TypeError, ValueError):
         return None
+
+
+def _joined(data_text: str | None, fallbacks_text: str | None) -> str | None:
+    """The key's text from its parts (``-``: no data, ``""``: no fallbacks); None when a part is uncacheable."""
+    if data_text is None or fallbacks_text is None:
+        return None
+    return data_text + ("\nfallback_instance_types " + fallbacks_text if fallbacks_text else "")
+
+
+def _key(text: str, *, request: bool) -> str:
+    from airflow_hetero import __version__
+
     where = "\0".join([__version__, _HERE, sys.prefix, *sys.path, "request" if request else "job"])
     return hashlib.blake2b(f"{where}\n{text}".encode(), digest_size=32).hexdigest()
 
@@ -159,6 +183,18 @@ def validate_once(
     """
     folder = _folder()
     key = definition_key(data, request=request, fallbacks=fallbacks) if folder is not None else None
+    _validate_cached(data, request=request, fallbacks=fallbacks, folder=folder, key=key)
+
+
+def _validate_cached(
+    data: Mapping[str, Any] | None,
+    *,
+    request: bool,
+    fallbacks: Mapping[str, Any] | None,
+    folder: str | None,
+    key: str | None,
+) -> None:
+    """:func:`validate_once` with the cache folder and key already known (None: not cached)."""
     marker = os.path.join(folder, key[:2], key) if folder is not None and key is not None else None
     if marker is not None and _unchanged(marker):
         return
@@ -203,11 +239,26 @@ def check_at_parse(source: Any, *, request: bool, fallbacks: Any = None) -> Any:
     its own when the source waits (a file, Jinja); unless it holds Jinja itself.
     """
     kept = _as_kept(source)
-    plain = kept if _is_mapping(kept) and not has_template(kept) else None
-    argument = fallbacks if fallbacks is not None and not has_template(fallbacks) else None
-    if plain is not None or argument is not None:
-        validate_once(plain, request=request, fallbacks=argument)
+    mapping = kept if _is_mapping(kept) else None
+    # one walk of each: its canonical text is the cache key's and shows Jinja (see _canonical_text)
+    data_text = _canonical_repr(dict(mapping)) if mapping is not None else None
+    fallbacks_text = _canonical_repr(fallbacks) if fallbacks is not None else None
+    plain = mapping if mapping is not None and not _templated(mapping, data_text) else None
+    argument = fallbacks if fallbacks is not None and not _templated(fallbacks, fallbacks_text) else None
+    if plain is None and argument is None:
+        return kept
+    folder = _folder()
+    text = _joined(data_text if plain is not None else "-", fallbacks_text if argument is not None else "")
+    key = _key(text, request=request) if folder is not None and text is not None else None
+    _validate_cached(plain, request=request, fallbacks=argument, folder=folder, key=key)
     return kept
+
+
+def _templated(value: Any, text: str | None) -> bool:
+    """:func:`has_template`, read from ``value``'s canonical text when it has one (no second walk)."""
+    if text is None:
+        return has_template(value)
+    return "{{" in text or "{%" in text
 
 
 def _as_kept(source: Any) -> Any:

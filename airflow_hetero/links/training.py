@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from airflow_hetero._compat import BaseOperatorLink, XCom, link_xcom_key
+from airflow_hetero.links import TRAINING_LINK_NAMES
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import BaseOperator, Context, TaskInstanceKey
@@ -71,7 +72,7 @@ class _TrainingJobLink(BaseOperatorLink):
 class SageMakerTrainingJobLink(_TrainingJobLink):
     """The training job in the SageMaker console."""
 
-    name = "SageMaker Training Job"
+    name = TRAINING_LINK_NAMES["SageMakerTrainingJobLink"]
 
     def url(self, region: str, job_name: str) -> str:
         """See :func:`training_job_url`."""
@@ -81,7 +82,7 @@ class SageMakerTrainingJobLink(_TrainingJobLink):
 class TrainingJobLogsLink(_TrainingJobLink):
     """The job's log streams (every host) in the CloudWatch Logs console."""
 
-    name = "Training Job Logs"
+    name = TRAINING_LINK_NAMES["TrainingJobLogsLink"]
 
     def url(self, region: str, job_name: str) -> str:
         """See :func:`training_logs_url`."""

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
 from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
-from airflow_hetero.links.training import SageMakerTrainingJobLink, TrainingJobLogsLink
+from airflow_hetero.links import training_links
 from airflow_hetero.operators.capacity_fallback import JOB_NAME_XCOM_KEY, CapacityFallbackMixin
 from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
 
@@ -106,7 +106,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
 
     template_fields: Sequence[str] = aws_template_fields("job", "request", "job_name", "fallback_instance_types")
     template_fields_renderers = {"job": "json", "request": "json", "fallback_instance_types": "json"}
-    operator_extra_links = (SageMakerTrainingJobLink(), TrainingJobLogsLink())
+    operator_extra_links = training_links()  # Airflow 3: stand-ins, the link classes load in the worker
     ui_color = "#ede4ff"
 
     def __init__(

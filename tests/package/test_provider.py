@@ -19,13 +19,15 @@ def test_provider_entry_point_resolves_to_get_provider_info() -> None:
 
 
 def test_registered_extra_links_import_and_are_declared_on_the_operator() -> None:
+    from airflow_hetero.links import DeferredLink
     from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
 
-    declared = {
-        f"{type(link).__module__}.{type(link).__name__}"
+    real = [
+        link.link() if isinstance(link, DeferredLink) else link  # Airflow 3: a stand-in for the real link
         for operator in (HeteroTrainingOperator, HeteroLogSummaryOperator)
         for link in operator.operator_extra_links
-    }
+    ]
+    declared = {f"{type(link).__module__}.{type(link).__name__}" for link in real}
     for path in airflow_hetero.get_provider_info()["extra-links"]:
         module, name = path.rsplit(".", 1)
         assert hasattr(importlib.import_module(module), name), path
@@ -102,3 +104,28 @@ def test_airflow_providers_triggers_lists_the_trigger() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "airflow-hetero" in proc.stdout and "airflow_hetero.triggers.training" in proc.stdout
+
+
+def test_the_training_operators_link_stand_ins_serialize_as_the_real_links_and_build_their_urls() -> None:
+    """Airflow 3 serializes a link's name and XCom key, and the worker calls its get_link: a stand-in
+    must give what the real link gives for each."""
+    from airflow_hetero._compat import AIRFLOW_V_3
+    from airflow_hetero.links import DeferredLink, training_links
+    from airflow_hetero.links import training as link_classes
+
+    links = training_links()
+    reals = [getattr(link_classes, name)() for name in ("SageMakerTrainingJobLink", "TrainingJobLogsLink")]
+    if not AIRFLOW_V_3:  # Airflow 2.11 serializes the class path: the real links themselves
+        assert [type(link) for link in links] == [type(real) for real in reals]
+        return
+    assert all(isinstance(link, DeferredLink) for link in links)
+    assert [(link.name, link.xcom_key) for link in links] == [(real.name, real.xcom_key) for real in reals]
+    stored = {"job_name": "my-job", "region": "eu-west-1"}
+    from unittest import mock
+
+    with mock.patch.object(link_classes.XCom, "get_value", return_value=stored):
+        got = [link.get_link(mock.Mock(), ti_key=mock.Mock()) for link in links]
+    assert got == [
+        link_classes.training_job_url("eu-west-1", "my-job"),
+        link_classes.training_logs_url("eu-west-1", "my-job"),
+    ]
