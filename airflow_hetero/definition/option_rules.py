@@ -35,7 +35,8 @@ __all__ = ["DEFINITION", "REQUEST", "Names", "Options", "package_problems", "ser
 
 @dataclass(frozen=True)
 class Names:
-    """Where a form keeps each value; ``lead``: messages start with the member's name (the service's style)."""
+    """Where a form keeps each value. ``lead``: the service's style, as the endpoint answers too: messages start
+    with the member's own name and name members so (``MaxWaitTimeInSeconds``), the path stays the problem's."""
 
     spot: Loc
     max_wait: Loc
@@ -49,8 +50,8 @@ class Names:
     lead: bool = False
 
     def shown(self, loc: Loc) -> str:
-        """A path as messages show it: ``StoppingCondition.MaxWaitTimeInSeconds``."""
-        return ".".join(str(part) for part in loc)
+        """A path as messages show it: ``max_wait``, or the member's own name ``MaxWaitTimeInSeconds``."""
+        return str(loc[-1]) if self.lead else ".".join(str(part) for part in loc)
 
 
 DEFINITION = Names(

@@ -45,17 +45,17 @@ def _with_resource(**members: Any) -> dict[str, Any]:
 REFUSED = [
     (
         {"KeepAlivePeriodInSeconds": 600},
-        "ResourceConfig.KeepAlivePeriodInSeconds: ResourceConfig.KeepAlivePeriodInSeconds cannot be used with "
-        f"ResourceConfig.InstanceGroups (SageMaker guide, warm pools: '{facts.WARM_POOL_NOT_HETERO}')",
+        "ResourceConfig.KeepAlivePeriodInSeconds: KeepAlivePeriodInSeconds cannot be used with "
+        f"InstanceGroups (SageMaker guide, warm pools: '{facts.WARM_POOL_NOT_HETERO}')",
     ),
     (
         {"TrainingPlanArn": PLAN},
-        "ResourceConfig.TrainingPlanArn: ResourceConfig.TrainingPlanArn cannot be used with ResourceConfig."
+        "ResourceConfig.TrainingPlanArn: TrainingPlanArn cannot be used with "
         f"InstanceGroups: {facts.TRAINING_PLAN_NOT_HETERO} (botocore: '{facts.TRAINING_PLAN_DOC}')",
     ),
     (
         {"InstancePreferences": [{"InstanceType": "ml.p4d.24xlarge"}]},
-        "ResourceConfig.InstancePreferences: ResourceConfig.InstancePreferences cannot be used with ResourceConfig."
+        "ResourceConfig.InstancePreferences: InstancePreferences cannot be used with "
         f"InstanceGroups (SageMaker: '{facts.INSTANCE_PREFERENCES_EXCLUSIVE}')",
     ),
 ]

@@ -91,7 +91,7 @@ def test_a_spot_request_passes_through() -> None:
             [
                 (
                     "StoppingCondition.MaxWaitTimeInSeconds",
-                    "StoppingCondition.MaxWaitTimeInSeconds is required with EnableManagedSpotTraining: true "
+                    "MaxWaitTimeInSeconds is required with EnableManagedSpotTraining: true "
                     f"(SageMaker: '{facts.SPOT_NEEDS_MAX_WAIT}')",
                 )
             ],
@@ -105,7 +105,7 @@ def test_a_spot_request_passes_through() -> None:
             [
                 (
                     "StoppingCondition.MaxWaitTimeInSeconds",
-                    "StoppingCondition.MaxWaitTimeInSeconds must be at least StoppingCondition.MaxRuntimeInSeconds "
+                    "MaxWaitTimeInSeconds must be at least MaxRuntimeInSeconds "
                     f"(7200), since it includes the run (got 3600); SageMaker: '{facts.MAX_WAIT_AT_LEAST_RUNTIME}'",
                 )
             ],
@@ -115,7 +115,7 @@ def test_a_spot_request_passes_through() -> None:
             [
                 (
                     "StoppingCondition.MaxWaitTimeInSeconds",
-                    "StoppingCondition.MaxWaitTimeInSeconds is only allowed with EnableManagedSpotTraining: true "
+                    "MaxWaitTimeInSeconds is only allowed with EnableManagedSpotTraining: true "
                     f"(SageMaker: '{facts.MAX_WAIT_ONLY_WITH_SPOT}')",
                 )
             ],
@@ -125,7 +125,7 @@ def test_a_spot_request_passes_through() -> None:
             [
                 (
                     "CheckpointConfig.S3Uri",
-                    "CheckpointConfig.S3Uri is required with EnableManagedSpotTraining: true: an interrupted spot job "
+                    "S3Uri is required with EnableManagedSpotTraining: true: an interrupted spot job "
                     "restarts every host and resumes only from what it wrote to its checkpoint folder "
                     f"(airflow-hetero's rule; SageMaker: '{facts.SPOT_CHECKPOINT_ADVICE}')",
                 )
@@ -136,7 +136,7 @@ def test_a_spot_request_passes_through() -> None:
             [
                 (
                     "ResourceConfig.KeepAlivePeriodInSeconds",
-                    "ResourceConfig.KeepAlivePeriodInSeconds cannot be used with ResourceConfig.InstanceGroups "
+                    "KeepAlivePeriodInSeconds cannot be used with InstanceGroups "
                     f"(SageMaker guide, warm pools: '{facts.WARM_POOL_NOT_HETERO}')",
                 )
             ],
@@ -146,7 +146,7 @@ def test_a_spot_request_passes_through() -> None:
             [
                 (
                     "ResourceConfig.TrainingPlanArn",
-                    "ResourceConfig.TrainingPlanArn cannot be used with ResourceConfig.InstanceGroups: "
+                    "TrainingPlanArn cannot be used with InstanceGroups: "
                     f"{facts.TRAINING_PLAN_NOT_HETERO} (botocore: '{facts.TRAINING_PLAN_DOC}')",
                 )
             ],
@@ -156,7 +156,7 @@ def test_a_spot_request_passes_through() -> None:
             [
                 (
                     "ResourceConfig.InstancePreferences",
-                    "ResourceConfig.InstancePreferences cannot be used with ResourceConfig.InstanceGroups "
+                    "InstancePreferences cannot be used with InstanceGroups "
                     f"(SageMaker: '{facts.INSTANCE_PREFERENCES_EXCLUSIVE}')",
                 )
             ],
@@ -188,7 +188,7 @@ def test_a_homogeneous_request_may_keep_a_warm_pool_and_use_a_plan() -> None:
     assert _request_problems(spot) == [
         (
             "ResourceConfig.KeepAlivePeriodInSeconds",
-            "ResourceConfig.KeepAlivePeriodInSeconds cannot be used with EnableManagedSpotTraining: true "
+            "KeepAlivePeriodInSeconds cannot be used with EnableManagedSpotTraining: true "
             f"(SageMaker guide, warm pools: {facts.WARM_POOL_NOT_SPOT})",
         )
     ]

@@ -21,7 +21,7 @@ PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/weekly-p4d"
 REFUSALS = [
     (
         {"EnableManagedSpotTraining": True},
-        "StoppingCondition.MaxWaitTimeInSeconds is required with EnableManagedSpotTraining: true "
+        "MaxWaitTimeInSeconds is required with EnableManagedSpotTraining: true "
         f"(SageMaker: '{facts.SPOT_NEEDS_MAX_WAIT}')",
     ),
     (
@@ -29,28 +29,27 @@ REFUSALS = [
             "EnableManagedSpotTraining": True,
             "StoppingCondition": {"MaxRuntimeInSeconds": 60, "MaxWaitTimeInSeconds": 30},
         },
-        "StoppingCondition.MaxWaitTimeInSeconds must be at least StoppingCondition.MaxRuntimeInSeconds (60), since it "
+        "MaxWaitTimeInSeconds must be at least MaxRuntimeInSeconds (60), since it "
         f"includes the run (got 30); SageMaker: '{facts.MAX_WAIT_AT_LEAST_RUNTIME}'",
     ),
     (
         {"StoppingCondition": {"MaxRuntimeInSeconds": 60, "MaxWaitTimeInSeconds": 120}},
-        "StoppingCondition.MaxWaitTimeInSeconds is only allowed with EnableManagedSpotTraining: true "
+        "MaxWaitTimeInSeconds is only allowed with EnableManagedSpotTraining: true "
         f"(SageMaker: '{facts.MAX_WAIT_ONLY_WITH_SPOT}')",
     ),
     (
         {"ResourceConfig": {"KeepAlivePeriodInSeconds": 600}},
-        "ResourceConfig.KeepAlivePeriodInSeconds cannot be used with ResourceConfig.InstanceGroups "
+        "KeepAlivePeriodInSeconds cannot be used with InstanceGroups "
         f"(SageMaker guide, warm pools: '{facts.WARM_POOL_NOT_HETERO}')",
     ),
     (
         {"ResourceConfig": {"TrainingPlanArn": PLAN}},
-        "ResourceConfig.TrainingPlanArn cannot be used with ResourceConfig.InstanceGroups: "
+        "TrainingPlanArn cannot be used with InstanceGroups: "
         f"{facts.TRAINING_PLAN_NOT_HETERO} (botocore: '{facts.TRAINING_PLAN_DOC}')",
     ),
     (
         {"ResourceConfig": {"InstancePreferences": [{"InstanceType": "ml.p4d.24xlarge"}]}},
-        "ResourceConfig.InstancePreferences cannot be used with ResourceConfig.InstanceGroups "
-        f"(SageMaker: '{facts.INSTANCE_PREFERENCES_EXCLUSIVE}')",
+        f"InstancePreferences cannot be used with InstanceGroups (SageMaker: '{facts.INSTANCE_PREFERENCES_EXCLUSIVE}')",
     ),
 ]
 IDS = ["spot-no-wait", "wait-below-run", "wait-without-spot", "warm-pool", "plan", "preferences"]

@@ -74,7 +74,7 @@ def test_sdk_requests_are_accepted_unless_the_service_refuses_them() -> None:
                 (
                     "Some channels have assigned instance groups",
                     "The local endpoint does not support Pipe",
-                    "ResourceConfig.KeepAlivePeriodInSeconds cannot be used with ResourceConfig.InstanceGroups",
-                    "ResourceConfig.TrainingPlanArn cannot be used with ResourceConfig.InstanceGroups",
+                    "KeepAlivePeriodInSeconds cannot be used with InstanceGroups",
+                    "TrainingPlanArn cannot be used with InstanceGroups",
                 )
             ), (path.name, err.message)
