@@ -85,3 +85,31 @@ QUOTA_INCREASE_ADVICE = (
     "Please use AWS Service Quotas to request an increase for this quota. If AWS Service Quotas is not available, "
     "contact AWS support to request an increase for this quota."
 )
+
+# Managed spot, warm pools, training plans, instance preferences (DESIGN.md section 9). Each is the service's
+# own sentence, quoted in the refusals of both forms and the offline endpoint (definition/option_rules.py).
+#: botocore's ``StoppingCondition.MaxWaitTimeInSeconds`` (sagemaker 2017-07-24 model).
+MAX_WAIT_AT_LEAST_RUNTIME = "It must be equal to or greater than MaxRuntimeInSeconds."
+#: The SageMaker guide, "Managed Spot Training": spot needs a MaxWait.
+SPOT_NEEDS_MAX_WAIT = "Set EnableManagedSpotTraining to True and specify the MaxWaitTimeInSeconds."
+#: The service's ValidationException for a MaxWait without spot (as clients have reported it).
+MAX_WAIT_ONLY_WITH_SPOT = (
+    "Invalid MaxWaitTimeInSeconds. It is only supported when EnableManagedSpotTraining is set to true"
+)
+#: The SageMaker guide, "Managed Spot Training": checkpoints are recommended, not required.
+SPOT_CHECKPOINT_ADVICE = "Unless your training job will complete quickly, we recommend you use checkpointing"
+#: The SageMaker guide, "SageMaker AI Managed Warm Pools", Considerations: warm pools and heterogeneous clusters,
+#: and (in the same list, not quoted here) warm pools and managed spot training.
+WARM_POOL_NOT_HETERO = "cannot be used with heterogeneous cluster training"
+WARM_POOL_NOT_SPOT = "not with managed spot training"
+#: botocore's ``ResourceConfig.TrainingPlanArn``: the plan of the ResourceConfig, whose one InstanceType it reserves.
+TRAINING_PLAN_DOC = "The Amazon Resource Name (ARN); of the training plan to use for this resource configuration."
+#: Why a heterogeneous job cannot have one (the model itself: ``InstanceGroup`` has no plan member).
+TRAINING_PLAN_NOT_HETERO = (
+    "a plan reserves the one ResourceConfig.InstanceType, and InstanceGroup has no TrainingPlanArn"
+)
+#: botocore's ``ResourceConfig.InstancePreferences``.
+INSTANCE_PREFERENCES_EXCLUSIVE = (
+    "InstancePreferences is mutually exclusive with InstanceType, InstanceGroups, InstancePlacementConfig, "
+    "and EnableManagedSpotTraining"
+)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.definition import distribution, fallbacks
+from airflow_hetero.definition import distribution, fallbacks, option_rules
 from airflow_hetero.definition.checks import (
     CHANNEL_NAME,
     ENV_KEY,
@@ -28,7 +28,7 @@ from airflow_hetero.definition.display import confusable_hint
 from airflow_hetero.definition.distribution import STRATEGIES, distribution_group
 from airflow_hetero.definition.errors import Loc, Problem
 from airflow_hetero.definition.naming import MAX_BASE_JOB_NAME, check_base_job_name
-from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS
+from airflow_hetero.definition.option_rules import Options
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.model import JobFields
@@ -51,7 +51,7 @@ def cross_field(raw: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _framework_image(raw)
     yield from _code_location(raw)
     yield from _base_job_name(raw)
-    yield from _spot_wait(raw)
+    yield from _spot_options(raw)
     yield from _checkpoints(raw)
     yield from _vpc(raw)
     yield from _environment(raw.get("environment"))
@@ -267,23 +267,22 @@ def _base_job_name(raw: Mapping[str, Any]) -> Iterator[Problem]:
             yield Problem(("base_job_name",), problem)
 
 
-def _spot_wait(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    """``max_wait``: required with spot training, only with it, and at least ``max_run``."""
-    spot, max_wait, max_run = (
-        raw.get("use_spot_instances"),
-        raw.get("max_wait"),
-        raw.get("max_run", DEFAULT_MAX_RUNTIME_SECONDS),
+def _spot_options(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Spot's ``max_wait`` and checkpoint location, warm pools, training plans, instance preferences
+    (:mod:`airflow_hetero.definition.option_rules`, the rules request mode and the endpoint read too)."""
+    options = Options(
+        spot=raw.get("use_spot_instances"),
+        max_wait=raw.get("max_wait"),
+        max_run=raw.get("max_run"),
+        checkpoint=raw.get("checkpoint_s3_uri"),
+        keep_alive=raw.get("keep_alive_period_in_seconds"),
+        training_plan=raw.get("training_plan"),
+        preferences=raw.get("instance_preferences"),
+        hetero=raw.get("instance_groups") is not None,
+        homogeneous=raw.get("instance_type") is not None,
     )
-    if spot is True and max_wait is None:
-        yield Problem(
-            ("max_wait",), "required with use_spot_instances: how long to wait for spot capacity plus the run"
-        )
-    if max_wait is not None and spot is not True:
-        yield Problem(("max_wait",), "only allowed with use_spot_instances: true")
-    if spot is True and isinstance(max_wait, int) and isinstance(max_run, int) and max_wait < max_run:
-        yield Problem(
-            ("max_wait",), f"must be at least max_run ({max_run}), since it includes the run (got {max_wait})"
-        )
+    yield from option_rules.service_problems(options, option_rules.DEFINITION)
+    yield from option_rules.package_problems(options, option_rules.DEFINITION)
 
 
 def _checkpoints(raw: Mapping[str, Any]) -> Iterator[Problem]:

@@ -154,6 +154,11 @@ def resource_config(job: HeteroTrainingJob) -> dict[str, Any]:
         config["InstanceCount"] = job.instance_count
     if job.volume_kms_key:
         config["VolumeKmsKeyId"] = job.volume_kms_key
+    # a warm pool and a training plan pass the checks only in a homogeneous job (definition/option_rules.py)
+    if job.keep_alive_period_in_seconds is not None:
+        config["KeepAlivePeriodInSeconds"] = job.keep_alive_period_in_seconds
+    if job.training_plan is not None:
+        config["TrainingPlanArn"] = job.training_plan
     return config
 
 

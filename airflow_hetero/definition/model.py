@@ -187,16 +187,39 @@ class JobFields(_Definition):
     )
     volume_size: int = Field(default=30, ge=1, description="EBS volume per instance, in GB.")
     max_run: int = Field(default=DEFAULT_MAX_RUNTIME_SECONDS, ge=1, description="Maximum run time in seconds.")
-    use_spot_instances: bool = Field(default=False, description="Use managed spot training.")
-    max_wait: int | None = Field(default=None, ge=1, description="Spot: maximum wait plus run time, seconds.")
+    use_spot_instances: bool = Field(
+        default=False, description="Use managed spot training (needs max_wait and checkpoint_s3_uri; docs/cost.md)."
+    )
+    max_wait: int | None = Field(
+        default=None, ge=1, description="Spot: maximum wait for capacity plus run time, seconds; at least max_run."
+    )
     environment: dict[str, str] | None = Field(default=None, description="Environment variables of the container.")
     tags: list[dict[str, str]] | None = Field(
         default=None, max_length=50, description="Tags, as [{Key, Value}] or a mapping."
     )
     subnets: list[str] | None = Field(default=None, description="VPC subnets (with security_group_ids).")
     security_group_ids: list[str] | None = Field(default=None, description="VPC security groups (with subnets).")
-    checkpoint_s3_uri: str | None = Field(default=None, description="S3 URI checkpoints are synced to.")
-    checkpoint_local_path: str | None = Field(default=None, description="Checkpoint directory in the container.")
+    checkpoint_s3_uri: str | None = Field(
+        default=None, description="S3 URI checkpoints are synced to (CheckpointConfig.S3Uri); required with spot."
+    )
+    checkpoint_local_path: str | None = Field(
+        default=None, description="Checkpoint directory in the container (default /opt/ml/checkpoints)."
+    )
+    keep_alive_period_in_seconds: int | None = Field(
+        default=None,
+        description="Warm pool (ResourceConfig.KeepAlivePeriodInSeconds): homogeneous on-demand jobs only; "
+        "refused with instance_groups or spot, as SageMaker refuses it.",
+    )
+    training_plan: str | None = Field(
+        default=None,
+        description="Training plan ARN (ResourceConfig.TrainingPlanArn): homogeneous jobs only; refused with "
+        "instance_groups, as SageMaker refuses it.",
+    )
+    instance_preferences: list[Any] | None = Field(
+        default=None,
+        description="ResourceConfig.InstancePreferences: always refused here (SageMaker: exclusive with "
+        "InstanceType, InstanceGroups and spot); use fallback_instance_types (docs/capacity.md).",
+    )
     metric_definitions: list[dict[str, str]] | None = Field(
         default=None, max_length=40, description="[{Name, Regex}] metrics parsed from the logs."
     )
@@ -221,7 +244,15 @@ class JobFields(_Definition):
     def _type(cls, value: str | None) -> str | None:
         return None if value is None else checks.check_instance_type(value)
 
-    @field_validator("instance_count", "volume_size", "max_run", "max_wait", "container_log_level", mode="before")
+    @field_validator(
+        "instance_count",
+        "volume_size",
+        "max_run",
+        "max_wait",
+        "container_log_level",
+        "keep_alive_period_in_seconds",
+        mode="before",
+    )
     @classmethod
     def _not_bool(cls, value: Any) -> Any:
         return checks.check_not_bool(value)

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from airflow_hetero.cli import main
+from airflow_hetero.sagemaker_facts import MAX_WAIT_ONLY_WITH_SPOT
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "airflow_hetero" / "example_dags" / "hetero_retraining" / "job.yaml"
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
@@ -105,7 +106,12 @@ def test_validate_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     report = json.loads(capsys.readouterr().out)
     assert report == {
         "valid": False,
-        "problems": [{"loc": "max_wait", "msg": "only allowed with use_spot_instances: true"}],
+        "problems": [
+            {
+                "loc": "max_wait",
+                "msg": f"is only allowed with use_spot_instances: true (SageMaker: '{MAX_WAIT_ONLY_WITH_SPOT}')",
+            }
+        ],
     }
 
 

@@ -97,6 +97,8 @@ PASSTHROUGH = (
     "py_version",
     "instance_type",
     "instance_count",
+    "keep_alive_period_in_seconds",
+    "training_plan",
 )
 
 

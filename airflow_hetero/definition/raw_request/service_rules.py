@@ -3,7 +3,8 @@
 The model (:mod:`airflow_hetero.definition.raw_request.service_shapes`) states lengths, patterns, enums and
 "at most 5 instance groups"; these are the rules it cannot state: InstanceType/InstanceCount
 exclusive with InstanceGroups, unique group and channel names, channel groups that exist, the
-all-or-nothing channel assignment, metric regular expressions. Each problem carries the request
+all-or-nothing channel assignment, metric regular expressions, spot's MaxWait and the options SageMaker
+refuses with instance groups (warm pools, training plans, instance preferences). Each problem carries the request
 path and the service's own message, so request mode (:mod:`airflow_hetero.definition.raw_request.training_request`)
 and the offline endpoint (``local.api.validators``) report the same rule from this one place.
 :func:`sdk_problems` adds what the SageMaker Python SDK checks before it sends a request (the
@@ -19,10 +20,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from airflow_hetero.definition import option_rules
 from airflow_hetero.definition.errors import Loc, Problem
 from airflow_hetero.sagemaker_facts import DISTRIBUTION_GROUPS_HP
 
-__all__ = ["group_names", "sdk_problems", "service_problems"]
+__all__ = ["group_names", "option_problems", "package_problems", "sdk_problems", "service_problems"]
 
 
 def _listing(names: list[str]) -> str:
@@ -159,7 +161,20 @@ def service_problems(request: dict[str, Any]) -> list[Problem]:
     out += resource_problems(request)
     out += channel_problems(request)
     out += metric_problems(request)
+    out += option_problems(request)
     return out
+
+
+def option_problems(request: dict[str, Any]) -> list[Problem]:
+    """Spot's MaxWait, and warm pools, training plans and instance preferences where SageMaker refuses them
+    (:mod:`airflow_hetero.definition.option_rules`, the rules definitions read too)."""
+    return list(option_rules.service_problems(option_rules.Options.of_request(request), option_rules.REQUEST))
+
+
+def package_problems(request: dict[str, Any]) -> list[Problem]:
+    """airflow-hetero's own rules for a request (the service accepts it; the endpoint does not check them):
+    spot needs a CheckpointConfig."""
+    return list(option_rules.package_problems(option_rules.Options.of_request(request), option_rules.REQUEST))
 
 
 def sdk_problems(request: dict[str, Any]) -> list[Problem]:

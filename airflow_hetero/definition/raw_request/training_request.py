@@ -112,6 +112,7 @@ def check_request(data: Mapping[str, Any]) -> tuple[TrainingRequest, list[Proble
     request.pop("TrainingJobName", None)
     problems += service_rules.service_problems(request)
     problems += service_rules.sdk_problems(request)
+    problems += service_rules.package_problems(request)
     return TrainingRequest(request, given or None, steps), unique(problems)
 
 

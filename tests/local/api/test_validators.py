@@ -71,5 +71,10 @@ def test_sdk_requests_are_accepted_unless_the_service_refuses_them() -> None:
             validate_create(request)
         except ServiceError as err:  # only the service's own rule or a documented local limitation
             assert err.message.startswith(
-                ("Some channels have assigned instance groups", "The local endpoint does not support Pipe")
+                (
+                    "Some channels have assigned instance groups",
+                    "The local endpoint does not support Pipe",
+                    "KeepAlivePeriodInSeconds cannot be used with InstanceGroups",
+                    "TrainingPlanArn cannot be used with InstanceGroups",
+                )
             ), (path.name, err.message)

@@ -1,0 +1,51 @@
+"""docs/cost.md, Managed spot: its example definition is valid, renders and is refused as the page shows."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from airflow_hetero.cli import main
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "cost.md"
+BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def _section(title: str) -> str:
+    """The text of one ``## title`` section (the page has other sections: the budget's)."""
+    text = PAGE.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def _blocks(language: str) -> list[str]:
+    return [body for lang, body in BLOCK.findall(_section("Managed spot")) if lang == language]
+
+
+def test_the_spot_example_validates_renders_and_is_refused_as_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (definition,) = _blocks("yaml")
+    valid, refused = _blocks("text")
+    (rendered,) = _blocks("json")
+    monkeypatch.chdir(tmp_path)
+    Path("spot-job.yaml").write_text(definition)
+    assert main(["validate", "spot-job.yaml"]) == 0
+    assert capsys.readouterr().out == valid
+    assert main(["render", "spot-job.yaml", "--job-name", "weekly-spot-1", "--region", "us-east-1"]) == 0
+    request = json.loads(capsys.readouterr().out)
+    shown = json.loads(rendered)
+    assert {member: request[member] for member in shown} == shown
+    data = yaml.safe_load(definition)
+    Path("spot-job.yaml").write_text(yaml.safe_dump({**data, "max_wait": 3600}))
+    assert main(["validate", "spot-job.yaml"]) == 2
+    assert capsys.readouterr().err == refused
+
+
+def test_the_page_is_in_the_nav() -> None:
+    assert "cost.md" in (PAGE.parents[1] / "mkdocs.yml").read_text()
