@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS, STOP_SIG
 
 __all__ = [
     "BUDGET_TAG",
+    "DEFAULT_MIN_RUNTIME_SECONDS",
     "BudgetError",
     "BudgetPlan",
     "billed_cost",
@@ -36,9 +37,13 @@ __all__ = [
     "missing_prices",
     "plan_budget",
     "plan_request_budget",
+    "price_sources",
     "requested_runtime",
 ]
 
+#: The shortest run a budget allows by default, in seconds (the operator's ``budget_min_runtime_seconds``,
+#: the CLI's ``--min-runtime``): a budget that buys less refuses before anything is submitted.
+DEFAULT_MIN_RUNTIME_SECONDS = 300
 #: Tag of a job whose MaxRuntimeInSeconds a budget set: its value is the cap in seconds.
 BUDGET_TAG = f"{TAG_PREFIX}budget-runtime-cap"
 _HOUR = 3600.0
@@ -161,6 +166,15 @@ def plan_budget(
             f"{need:.4f} {currency} left; nothing was submitted"
         )
     return BudgetPlan(max_cost, spent, per_hour, requested, cap, stop_window)
+
+
+def price_sources(overrides: Iterable[str], use_api: bool, off_switch: str = "use_pricing_api=False") -> str:
+    """The price sources a budget asks, in order, as its refusals name them (``off_switch``: how the Price
+    List was turned off, the operator's argument or the CLI's flag)."""
+    given = f"prices= ({', '.join(sorted(overrides)) or 'none given'})"
+    if not use_api:
+        return f"{given}; the Price List Query API was not asked ({off_switch})"
+    return f"{given}, then the Price List Query API (pricing:GetProducts, USD)"
 
 
 def price_problem(instance_type: str, reason: str | None, sources: str) -> BudgetError:

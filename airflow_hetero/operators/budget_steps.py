@@ -20,14 +20,6 @@ if TYPE_CHECKING:
     from airflow_hetero.pricing.settings import PriceSettings
 
 
-def price_sources(settings: PriceSettings) -> str:
-    """The price sources a budget asks, in order, as its refusals name them."""
-    given = f"prices= ({', '.join(sorted(settings.overrides)) or 'none given'})"
-    if not settings.use_api:
-        return f"{given}; the Price List Query API was not asked (use_pricing_api=False)"
-    return f"{given}, then the Price List Query API (pricing:GetProducts, USD)"
-
-
 def fit_budget(
     hook: HeteroTrainingHook,
     request: dict[str, Any],
@@ -48,6 +40,7 @@ def fit_budget(
         check_max_cost,
         instance_types_of,
         plan_request_budget,
+        price_sources,
     )
 
     try:
@@ -60,7 +53,7 @@ def fit_budget(
             earlier,
             {name: (price.per_hour, price.reason) for name, price in found.items()},
             max_cost=budget,
-            sources=price_sources(settings),
+            sources=price_sources(settings.overrides, settings.use_api),
             min_runtime=min_runtime,
             stop_window=stop_window,
             currency=settings.currency,

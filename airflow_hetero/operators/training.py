@@ -107,7 +107,8 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
     #: The role ARN (None: no role name) once the provider steps ran in this ``start_job``: they run at
     #: its first submit, and the next candidate name after a name race reuses them (uploads once).
     steps_role_arn: tuple[str | None] | None = None
-    #: A budget that leaves a job less run time than this refuses before submitting (docs/cost.md).
+    #: A budget that leaves a job less run time than this refuses before submitting (docs/cost.md); equal to
+    #: :data:`airflow_hetero.job.budget.DEFAULT_MIN_RUNTIME_SECONDS` (not imported at DAG parse; a test pins it).
     budget_min_runtime_seconds: int = 300
     #: Seconds a job stopped at its cap may still bill (None: SageMaker's 120 s SIGTERM window).
     budget_stop_window_seconds: int | None = None

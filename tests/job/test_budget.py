@@ -148,3 +148,10 @@ def test_the_stop_message_names_the_budget_only_for_a_capped_job() -> None:
     assert message is not None and "stopped by its budget" in message and "60 s" in message
     assert budget_stop_message(stopped, None) is None
     assert budget_stop_message({**stopped, "SecondaryStatus": "Stopped"}, 60) is None
+
+
+def test_the_operators_minimum_is_the_modules() -> None:
+    from airflow_hetero.job.budget import DEFAULT_MIN_RUNTIME_SECONDS
+    from airflow_hetero.operators import HeteroTrainingOperator
+
+    assert HeteroTrainingOperator.budget_min_runtime_seconds == DEFAULT_MIN_RUNTIME_SECONDS
