@@ -64,15 +64,19 @@ def fit_budget(
     return capped_request(request, plan)
 
 
-def budget_stop(hook: HeteroTrainingHook, err: TrainingJobLimitError) -> TrainingJobLimitError:
+def budget_stop(hook: HeteroTrainingHook, err: TrainingJobLimitError, log: Any) -> TrainingJobLimitError:
     """``err`` as the budget's error when SageMaker stopped the job at the cap a budget set (its tag), else
     ``err`` itself."""
     from airflow_hetero.job.budget import budget_cap_in_tags, budget_stop_message
     from airflow_hetero.job.outcome import TrainingJobBudgetError
 
-    describe = hook.describe_training_job(err.job_name)
-    arn = describe.get("TrainingJobArn")
-    tags = hook.call(hook.conn.list_tags, f"ListTags {arn}", ResourceArn=arn).get("Tags") or [] if arn else []
+    try:
+        describe = hook.describe_training_job(err.job_name)
+        arn = describe.get("TrainingJobArn")
+        tags = hook.call(hook.conn.list_tags, f"ListTags {arn}", ResourceArn=arn).get("Tags") or [] if arn else []
+    except Exception as exc:  # the limit's own error still says what happened
+        log.warning("Could not tell whether a budget stopped %s: %s", err.job_name, exc)
+        return err
     message = budget_stop_message(describe, budget_cap_in_tags(tags))
     if message is None:
         return err

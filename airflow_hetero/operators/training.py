@@ -359,12 +359,13 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         )
 
     def budget_stopped(self, hook: HeteroTrainingHook, err: TrainingJobLimitError) -> TrainingJobLimitError:
-        """The budget's error for a job SageMaker stopped at the cap a budget set; ``err`` otherwise."""
+        """The budget's error for a job SageMaker stopped at the cap a budget set; ``err`` otherwise (no
+        budget, or a limit the job was given itself)."""
         if self.max_cost is None:
             return err
         from airflow_hetero.operators.budget_steps import budget_stop
 
-        return budget_stop(hook, err)
+        return budget_stop(hook, err, self.log)
 
     def wait_stopped(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
         """Wait (bounded by ``stopping_timeout_seconds``) for a Stopping job to end; its last description."""
@@ -413,7 +414,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
                 if not self.capacity_failed(err):
                     raise
             except TrainingJobLimitError as err:
-                raise self.budget_stopped(hook, err) from None
+                raise self.budget_stopped(hook, err) from err.__cause__
             name, describe = self.attach(hook, job, context)
 
     def describe_if_visible(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any] | None:
@@ -521,7 +522,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
                 timeout_message=deferred_timeout_message(event.get("deadline_reason"), self.max_ingestion_time),
             )
         except TrainingJobLimitError as err:
-            raise self.budget_stopped(hook, err) from None
+            raise self.budget_stopped(hook, err) from err.__cause__
         except TrainingJobFailedError as err:
             job = self.load_definition(context)
             if self.chain is None and capacity is None:  # resumed without the method's kwargs (dag.test)

@@ -197,6 +197,10 @@ def test_a_long_job_is_stopped_by_the_service_at_the_cap(
     tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=job["TrainingJobArn"])["Tags"]}
     assert tags[BUDGET_TAG] == str(expected_cap)
     assert 0 < billed(job) <= max_cost
+    retry = operator(code_dir, "sleep", base, max_cost=max_cost)  # the task's retry: the budget is spent
+    with pytest.raises(AirflowFailException, match=r"budget: .* below the minimum useful run of 5 s"):
+        retry.execute(ctx)
+    assert len(jobs_named(sm, base)) == 1  # nothing more submitted
     line = next(line for line in logged.lines if line.startswith("Budget:"))
     assert f"cluster {per_hour:.4f} USD/hour" in line
     assert f"MaxRuntimeInSeconds {expected_cap} (lowered from 600)" in line
@@ -223,15 +227,33 @@ def test_a_retry_spends_what_the_first_try_left(conn: LocalEndpoint, code_dir: P
     assert f"spent by earlier attempts {spent:.4f}" in logged.text()
 
 
-def test_a_budget_spans_a_capacity_fallback(conn: LocalEndpoint, code_dir: Path, sm: Any) -> None:
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_a_budget_spans_a_capacity_fallback(conn: LocalEndpoint, code_dir: Path, sm: Any, deferrable: bool) -> None:
     """The fallback cluster is priced as it is sent (its own type's price), after the failed attempt's cost."""
     conn.set_capacity({TRAIN: 0})
+    base = f"fallback-{int(deferrable)}"
     max_cost = budget_for(120, rate(DATA, TRAIN))
-    op = operator(code_dir, "ok", "fallback", max_cost=max_cost, dnn={"fallback_instance_types": [FALLBACK]})
+
+    def make() -> HeteroTrainingOperator:
+        return operator(
+            code_dir, "ok", base, deferrable=deferrable, max_cost=max_cost, dnn={"fallback_instance_types": [FALLBACK]}
+        )
+
+    op = make()
     logged = record_logs(op)
-    result = op.execute(context("fallback"))
+    if deferrable:
+        resumed: list[HeteroTrainingOperator] = []
+
+        def resume() -> HeteroTrainingOperator:
+            resumed.append(make())
+            record_logs(resumed[-1]).records = logged.records  # one task log across the workers
+            return resumed[-1]
+
+        result = run_deferred(op, resume, context(base))
+    else:
+        result = op.execute(context(base))
     assert result["status"] == "Completed" and len(result["capacity_attempts"]) == 1
-    first, second = jobs_named(sm, "fallback")
+    first, second = jobs_named(sm, base)
     assert first["FailureReason"].startswith("CapacityError")
     spent = billed(first)
     per_hour = rate(DATA, FALLBACK)
@@ -263,3 +285,29 @@ def test_a_bad_rendered_max_cost_fails_without_a_job(conn: LocalEndpoint, code_d
     with pytest.raises(AirflowFailException, match="max_cost must be a positive number"):
         op.execute(context("badcost"))
     assert sm.list_training_jobs(NameContains="badcost")["TrainingJobSummaries"] == []
+
+
+def test_the_cost_command_prices_with_the_endpoints_stand_in(
+    conn: LocalEndpoint,
+    code_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import yaml
+
+    from airflow_hetero.cli import main
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(definition(code_dir, "ok", "cli")))
+    per_hour = rate(DATA, TRAIN)
+    max_cost = per_hour * (400.5 + 120) / 3600  # a 400 s cap with the CLI's 120 s stop window
+    assert main(["cost", str(path), "--endpoint-url", conn.url, "--max-cost", repr(max_cost)]) == 0
+    out = capsys.readouterr().out
+    assert f"1 x {TRAIN}: {stand_in_price(TRAIN):.4f}/hour, {stand_in_price(TRAIN):.4f} each (" in out
+    assert "(override)" not in out  # the Price List's stand-in (or its disk cache, when a test asked first)
+    assert f"cluster: {per_hour:.4f} USD/hour" in out
+    assert f"worst case: {per_hour * (600 + 120) / 3600:.4f} USD" in out
+    assert "MaxRuntimeInSeconds 400 (lowered from 600)" in out
