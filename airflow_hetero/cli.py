@@ -7,7 +7,10 @@ definition's are snake_case; ``--request`` says so explicitly. Exit status: 0 wh
 definition (or the file holding it) has problems, printed one per line without a traceback.
 ``--fallback GROUP=TYPE[:COUNT],...`` (repeatable, one group each) gives the operator's
 ``fallback_instance_types``; both commands then show the clusters tried when capacity is short, in order.
-``summarize`` prints a job's per-group table and verdict (what ``HeteroLogSummaryOperator`` logs)
+``--max-cost X`` (with ``--price``, ``--currency``, ``--no-pricing-api``) prices the cluster and says what the
+operator's budget would do: the runtime cap it sets, or why it refuses (exit 2); ``cost`` prints each group's
+price per hour and the worst case (docs/cost.md). Only these ask the Price List Query API, for the types no
+``--price`` gives. ``summarize`` prints a job's per-group table and verdict (what ``HeteroLogSummaryOperator`` logs)
 with plain boto3 clients: 1 when AWS answers an error, 2 for bad arguments.
 """
 
@@ -26,6 +29,9 @@ from airflow_hetero.definition.errors import JobDefinitionError
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.submittable import Submittable
+    from airflow_hetero.job.budget import BudgetPlan
+    from airflow_hetero.pricing.price_list import Price
+    from airflow_hetero.pricing.settings import PriceSettings
 
 EXIT_INVALID = 2
 EXIT_AWS_ERROR = 1
@@ -64,17 +70,27 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--json", action="store_true", help="print problems as JSON")
     _add_request_flag(validate)
     _add_fallback_option(validate)
+    _add_budget_options(validate)
     validate.set_defaults(handler=_validate)
 
     render = sub.add_parser("render", help="print the CreateTrainingJob request a definition (or request) becomes")
     render.add_argument("file", type=Path, help="definition or CreateTrainingJob request file")
     _add_request_flag(render)
     _add_fallback_option(render)
+    _add_budget_options(render)
     render.add_argument("--job-name", help="training job name (default: <base_job_name>-<hash of the file>)")
     render.add_argument(
         "--region", help="AWS region (default: $AWS_DEFAULT_REGION, else us-east-1); only shapes the request"
     )
     render.set_defaults(handler=_render)
+
+    cost = sub.add_parser(
+        "cost", help="print each group's price per hour and the job's worst case (and a budget's runtime cap)"
+    )
+    cost.add_argument("file", type=Path, help="definition or CreateTrainingJob request file")
+    _add_request_flag(cost)
+    _add_budget_options(cost)
+    cost.set_defaults(handler=_cost, fallback=[])
 
     types = sub.add_parser("instance-types", help="list the training instance types botocore knows")
     types.set_defaults(handler=_instance_types)
@@ -118,6 +134,48 @@ def _add_fallback_option(parser: argparse.ArgumentParser) -> None:
         "(repeatable, one group each; in a definition it replaces the group's list), e.g. "
         "train_group=ml.p5.48xlarge,ml.g5.48xlarge:2",
     )
+
+
+def _add_price_options(parser: argparse.ArgumentParser) -> None:
+    from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY
+
+    parser.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="TYPE=PRICE",
+        help="price per instance-hour of an instance type, e.g. ml.p4d.24xlarge=37.69 (repeatable); wins over "
+        "the Price List Query API",
+    )
+    parser.add_argument(
+        "--currency", default=PRICE_LIST_CURRENCY, help="currency of --price and of the cost (default %(default)s)"
+    )
+    parser.add_argument(
+        "--no-pricing-api", action="store_true", help="do not ask the Price List Query API (pricing:GetProducts)"
+    )
+
+
+def _add_budget_options(parser: argparse.ArgumentParser) -> None:
+    from airflow_hetero.job.budget import DEFAULT_MIN_RUNTIME_SECONDS
+
+    parser.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="X",
+        help="the operator's max_cost: say the runtime cap its budget sets, or why it refuses (docs/cost.md)",
+    )
+    parser.add_argument(
+        "--min-runtime",
+        type=int,
+        default=DEFAULT_MIN_RUNTIME_SECONDS,
+        metavar="SECONDS",
+        help="the operator's budget_min_runtime_seconds (default %(default)s)",
+    )
+    _add_price_options(parser)
+    parser.add_argument(
+        "--price-region", help="region whose prices the Price List gives (default: $AWS_DEFAULT_REGION, else us-east-1)"
+    )
+    parser.add_argument("--endpoint-url", help="the Price List's endpoint (e.g. the offline endpoint's stand-in)")
 
 
 def parse_fallbacks(options: Sequence[str]) -> dict[str, list[Any]] | None:
@@ -179,10 +237,19 @@ def _validate(args: argparse.Namespace) -> int:
     sizes = [(g.name, f"{g.instance_count} x {g.instance_type}") for g in instance_groups(request)]
     cluster = ", ".join(f"{name} ({size})" if hetero else size for name, size in sizes)
     plan = capacity_plan_lines(job, request)
+    budget, refusal = budget_of(args, request)
     if args.json:
-        answer: dict[str, Any] = {"valid": True, "kind": kind, "problems": []}
+        answer: dict[str, Any] = {"valid": refusal is None, "kind": kind, "problems": []}
         if plan:
             answer["capacity_clusters"] = [line.partition(". ")[2] for line in plan]
+        if refusal is not None:
+            answer["problems"] = [{"loc": "--max-cost", "msg": refusal}]
+        elif budget is not None:
+            answer["budget"] = {
+                "per_hour": budget.per_hour,
+                "runtime_cap": budget.runtime_cap,
+                "worst_case": budget.worst_case,
+            }
         print(json.dumps(answer, indent=2))
     else:
         what = "CreateTrainingJob request, " if kind == "request" else ""
@@ -192,6 +259,12 @@ def _validate(args: argparse.Namespace) -> int:
         if plan:
             print("  clusters tried when capacity is short, in order (docs/capacity.md):")
             print("\n".join(f"    {line}" for line in plan))
+        if budget is not None:
+            print(f"  {budget.describe(args.currency)}")
+    if refusal is not None:
+        if not args.json:
+            print(f"{args.file}: --max-cost: {refusal}", file=sys.stderr)
+        return EXIT_INVALID
     return 0
 
 
@@ -208,7 +281,103 @@ def _render(args: argparse.Namespace) -> int:
     if plan:
         print("clusters tried when capacity is short, in order (docs/capacity.md):", file=sys.stderr)
         print("\n".join(f"  {line}" for line in plan), file=sys.stderr)
+    budget, refusal = budget_of(args, request)
+    if refusal is not None:
+        print(f"{args.file}: --max-cost: {refusal}", file=sys.stderr)
+        return EXIT_INVALID
+    if budget is not None:
+        from airflow_hetero.job.budget import capped_request
+
+        print(budget.describe(args.currency), file=sys.stderr)
+        request = capped_request(request, budget)  # what the operator sends
     print(json.dumps(request, indent=2, sort_keys=True))
+    return 0
+
+
+def cli_prices(args: argparse.Namespace, types: Sequence[str]) -> tuple[dict[str, Price], PriceSettings]:
+    """The prices of ``types`` per ``--price``, ``--currency`` and ``--no-pricing-api``: the overrides, then the
+    Price List Query API (boto3's credentials, ``--endpoint-url``), asked only for the types no override gives.
+    A bad ``--price`` or ``--currency``: JobDefinitionError naming the option."""
+    from airflow_hetero.definition.errors import Problem
+    from airflow_hetero.pricing.lookup import training_prices
+    from airflow_hetero.pricing.settings import PriceSettings
+
+    try:
+        settings = PriceSettings.of(parse_prices(args.price), args.currency, not args.no_pricing_api)
+    except ValueError as err:
+        raise JobDefinitionError([Problem("--price", str(err))]) from None
+    region = args.price_region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    client = None
+    if settings.use_api and any(t not in settings.overrides for t in types):
+        import boto3
+
+        from airflow_hetero.pricing.price_list import pricing_api_region
+
+        client = boto3.session.Session().client(
+            "pricing", region_name=pricing_api_region(region), endpoint_url=args.endpoint_url
+        )
+    return training_prices(types, region, settings, client=client), settings
+
+
+def budget_of(args: argparse.Namespace, request: dict[str, Any]) -> tuple[BudgetPlan | None, str | None]:
+    """What the operator's budget (``--max-cost``) does to ``request``: its plan, or why it refuses."""
+    from airflow_hetero.job.budget import BudgetError, instance_types_of, plan_request_budget, price_sources
+
+    if args.max_cost is None:
+        return None, None
+    prices, settings = cli_prices(args, instance_types_of([request]))
+    try:
+        plan = plan_request_budget(
+            request,
+            [],
+            {name: (price.per_hour, price.reason) for name, price in prices.items()},
+            max_cost=args.max_cost,
+            sources=price_sources(settings.overrides, settings.use_api, "--no-pricing-api"),
+            min_runtime=args.min_runtime,
+            currency=settings.currency,
+        )
+    except BudgetError as err:
+        return None, f"budget refuses: {err}"
+    return plan, None
+
+
+def _cost(args: argparse.Namespace) -> int:
+    """Each group's price per hour, the cluster's, the worst case at its MaxRuntime (and with ``--max-cost``,
+    at the budget's cap)."""
+    from airflow_hetero.job.budget import hourly_rate, requested_runtime
+    from airflow_hetero.job.resource_config import instance_groups
+    from airflow_hetero.sagemaker_facts import STOP_SIGNAL_WINDOW_SECONDS
+
+    job = _load(args)
+    request = job.build(job_name="cost", region="us-east-1", role_arn=job.steps.role_name)
+    groups = instance_groups(request)
+    prices, settings = cli_prices(args, [g.instance_type or "" for g in groups])
+    currency = settings.currency
+    print(f"{args.file}: on-demand prices in {currency} per hour (on-demand even for spot)")
+    width = max(len(g.name) for g in groups)
+    for group in groups:
+        price = prices[group.instance_type or ""]
+        if price.per_hour is None:
+            print(f"  {group.name:<{width}}  {group.instance_count} x {group.instance_type}: no price: {price.reason}")
+            continue
+        each = f"{price.per_hour:.4f} each ({price.source or 'price list'})"
+        total = group.instance_count * price.per_hour
+        print(f"  {group.name:<{width}}  {group.instance_count} x {group.instance_type}: {total:.4f}/hour, {each}")
+    if any(prices[g.instance_type or ""].per_hour is None for g in groups):
+        print("  worst case unknown: a budget never guesses a price (give --price TYPE=PRICE)", file=sys.stderr)
+        return EXIT_INVALID
+    rate = hourly_rate(groups, {name: price.per_hour for name, price in prices.items()})
+    runtime = requested_runtime(request)
+    worst = rate * (runtime + STOP_SIGNAL_WINDOW_SECONDS) / 3600
+    print(f"  cluster: {rate:.4f} {currency}/hour")
+    window = f"{STOP_SIGNAL_WINDOW_SECONDS} s stop window"
+    print(f"  worst case: {worst:.4f} {currency} (MaxRuntimeInSeconds {runtime} + {window})")
+    plan, refusal = budget_of(args, request)
+    if refusal is not None:
+        print(f"  {refusal}", file=sys.stderr)
+        return EXIT_INVALID
+    if plan is not None:
+        print(f"  {plan.describe(currency)}")
     return 0
 
 
@@ -221,8 +390,6 @@ def _instance_types(args: argparse.Namespace) -> int:
 
 
 def _add_summarize(sub: Any) -> None:
-    from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY
-
     summarize = sub.add_parser(
         "summarize",
         help="print a training job's per-group summary, cost and verdict",
@@ -232,20 +399,7 @@ def _add_summarize(sub: Any) -> None:
     summarize.add_argument("job_name", metavar="JOB_NAME", help="the training job")
     summarize.add_argument("--region", help="AWS region (default: boto3's, e.g. $AWS_DEFAULT_REGION)")
     summarize.add_argument("--endpoint-url", help="one endpoint for every service (e.g. the offline endpoint)")
-    summarize.add_argument(
-        "--price",
-        action="append",
-        default=[],
-        metavar="TYPE=PRICE",
-        help="price per instance-hour of an instance type, e.g. ml.p4d.24xlarge=37.69 (repeatable); wins over "
-        "the Price List Query API",
-    )
-    summarize.add_argument(
-        "--currency", default=PRICE_LIST_CURRENCY, help="currency of --price and of the cost (default %(default)s)"
-    )
-    summarize.add_argument(
-        "--no-pricing-api", action="store_true", help="do not ask the Price List Query API (pricing:GetProducts)"
-    )
+    _add_price_options(summarize)
     summarize.add_argument("--no-metrics", action="store_true", help="skip CloudWatch instance metrics")
     summarize.add_argument("--tail-lines", type=int, default=20, help="last log lines kept per group (default 20)")
     summarize.add_argument("--json", action="store_true", help="print the whole summary as JSON instead")

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 #: MaxRuntimeInSeconds when a request or definition gives none (the SDK's and the service's default).
 DEFAULT_MAX_RUNTIME_SECONDS = 86400
+#: Seconds SageMaker lets a job stopped at its MaxRuntimeInSeconds save its model after SIGTERM (the
+#: StoppingCondition documentation): a budget's worst case counts them after the cap.
+STOP_SIGNAL_WINDOW_SECONDS = 120
 #: Instance groups per heterogeneous job (botocore's ``InstanceGroups`` max).
 MAX_INSTANCE_GROUPS = 5
 #: The accelerator of an instance family (``ml.<family>.<size>``), by the family's first letters, first

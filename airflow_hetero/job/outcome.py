@@ -68,6 +68,10 @@ class TrainingJobLimitError(TrainingJobStoppedError):
     """SageMaker stopped the job at one of its own limits (MaxRuntimeInSeconds, MaxWaitTimeInSeconds)."""
 
 
+class TrainingJobBudgetError(TrainingJobLimitError):
+    """SageMaker stopped the job at the runtime cap its budget (``max_cost``) set (docs/cost.md)."""
+
+
 def still_stopping_error(name: str, timeout_seconds: float) -> TrainingJobTimeoutError:
     """The error of a job that stayed Stopping longer than ``stopping_timeout_seconds``."""
     return TrainingJobTimeoutError(

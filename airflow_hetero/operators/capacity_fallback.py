@@ -51,6 +51,10 @@ class CapacityFallbackMixin:
         """The operator's (submit or re-attach)."""
         raise NotImplementedError
 
+    def fit_budget(self, hook: HeteroTrainingHook, request: dict[str, Any]) -> dict[str, Any]:
+        """The operator's (``request`` within ``max_cost``)."""
+        raise NotImplementedError
+
     def set_capacity_arguments(self, attempts: int | None, delay: float) -> None:
         """Check and keep ``capacity_attempts`` and ``capacity_retry_delay``; no chain yet."""
         if (attempts is not None and attempts < 1) or delay < 0:
@@ -70,6 +74,7 @@ class CapacityFallbackMixin:
 
         while True:
             sent = request if self.chain is None else self.request_of_next(self.chain, job, request)
+            sent = self.fit_budget(hook, sent)  # each cluster priced as it is sent (docs/cost.md)
             self.log.info("CreateTrainingJob request for %s:\n%s", name, json.dumps(sent, indent=2, default=str))
             self.active_job_name = name
             self.submitted_at = time.time()

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from airflow_hetero.definition.submittable import Submittable
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.job.identity import TaskIdentity
+    from airflow_hetero.job.outcome import TrainingJobLimitError
     from airflow_hetero.logs.tail import LogTailer
 
 __all__ = ["JOB_NAME_XCOM_KEY", "HeteroTrainingOperator", "OnExistingJob"]
@@ -89,6 +90,9 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
     :param capacity_retry_delay: seconds waited before submitting the next cluster (in the worker).
     :param prices: instance type -> price per instance-hour in ``currency`` for that cost (they win over
         the Price List Query API); ``use_pricing_api`` False: ask only these. As on the summary operator.
+    :param max_cost: a budget in ``currency`` for every job of this task instance (retries and capacity
+        fallbacks included): each job's MaxRuntimeInSeconds is lowered so its worst case fits what is left,
+        and SageMaker stops it there (docs/cost.md). Templated; None: no budget.
     """
 
     #: How long polls may keep failing transiently (each after its own retries) before the task
@@ -103,8 +107,15 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
     #: The role ARN (None: no role name) once the provider steps ran in this ``start_job``: they run at
     #: its first submit, and the next candidate name after a name race reuses them (uploads once).
     steps_role_arn: tuple[str | None] | None = None
+    #: A budget that leaves a job less run time than this refuses before submitting (docs/cost.md); equal to
+    #: :data:`airflow_hetero.job.budget.DEFAULT_MIN_RUNTIME_SECONDS` (not imported at DAG parse; a test pins it).
+    budget_min_runtime_seconds: int = 300
+    #: Seconds a job stopped at its cap may still bill (None: SageMaker's 120 s SIGTERM window).
+    budget_stop_window_seconds: int | None = None
 
-    template_fields: Sequence[str] = aws_template_fields("job", "request", "job_name", "fallback_instance_types")
+    template_fields: Sequence[str] = aws_template_fields(
+        "job", "request", "job_name", "fallback_instance_types", "max_cost"
+    )
     template_fields_renderers = {"job": "json", "request": "json", "fallback_instance_types": "json"}
     operator_extra_links = training_links()  # Airflow 3: stand-ins, the link classes load in the worker
     ui_color = "#ede4ff"
@@ -133,6 +144,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         prices: Mapping[str, float] | None = None,
         currency: str = PRICE_LIST_CURRENCY,
         use_pricing_api: bool = True,
+        max_cost: float | str | None = None,
         **kwargs: Any,
     ) -> None:
         if model_asset is not None and not wait_for_completion:
@@ -167,6 +179,10 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         self.fail_on_stopped = fail_on_stopped
         self.on_existing_job = on_existing_job
         self.set_capacity_arguments(capacity_attempts, capacity_retry_delay)
+        if isinstance(max_cost, int | float) and not max_cost > 0:  # a template is checked once rendered
+            raise ValueError(f"max_cost must be a positive number, got {max_cost!r}")
+        self.max_cost = max_cost
+        self.earlier_jobs: dict[str, dict[str, Any]] = {}  # this task instance's jobs seen: what they cost
         self.active_job_name: str | None = None  # the job on_kill stops
         self.waiting_hook: HeteroTrainingHook | None = None  # the wait's hook: on_kill stops through its client
         self.submitted_at: float | None = None  # epoch of our own CreateTrainingJob (not-found grace)
@@ -283,6 +299,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
                 raise AirflowFailException(f"Training job {name} already exists ({status}) and on_existing_job='fail'")
             if status == "Stopping" and self.on_existing_job == "reattach":
                 existing = self.wait_stopped(hook, name)
+            self.earlier_jobs[name] = existing  # counted by a budget (docs/cost.md)
             if self.chain is not None and (continuing or self.on_existing_job == "reattach"):
                 self.chain.observe(name, existing)  # the chain's history is its jobs (docs/capacity.md)
             state = classify(existing)
@@ -321,6 +338,35 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         how = "Adopted (the create's answer was lost)" if answer.get("Adopted") else "Submitted"
         self.log.info("%s training job %s (%s) %s", how, name, answer.get("TrainingJobArn"), groups)
 
+    def fit_budget(self, hook: HeteroTrainingHook, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` within ``max_cost`` (the earlier jobs of this task instance counted); as is without one."""
+        if self.max_cost is None:
+            return request
+        from airflow_hetero.operators.budget_steps import fit_budget
+        from airflow_hetero.sagemaker_facts import STOP_SIGNAL_WINDOW_SECONDS
+
+        window = self.budget_stop_window_seconds
+        return fit_budget(
+            hook,
+            request,
+            [d for n, d in self.earlier_jobs.items() if n != request.get("TrainingJobName")],
+            max_cost=self.max_cost,
+            settings=self.price_settings,
+            min_runtime=self.budget_min_runtime_seconds,
+            stop_window=STOP_SIGNAL_WINDOW_SECONDS if window is None else window,
+            task_id=self.task_id,
+            log=self.log,
+        )
+
+    def budget_stopped(self, hook: HeteroTrainingHook, err: TrainingJobLimitError) -> TrainingJobLimitError:
+        """The budget's error for a job SageMaker stopped at the cap a budget set; ``err`` otherwise (no
+        budget, or a limit the job was given itself)."""
+        if self.max_cost is None:
+            return err
+        from airflow_hetero.operators.budget_steps import budget_stop
+
+        return budget_stop(hook, err, self.log)
+
     def wait_stopped(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
         """Wait (bounded by ``stopping_timeout_seconds``) for a Stopping job to end; its last description."""
         from airflow_hetero.job.outcome import still_stopping_error
@@ -340,7 +386,13 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
     @records_outputs
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
-        from airflow_hetero.job.outcome import TrainingJobFailedError, classify, resolve_outcome, result_dict
+        from airflow_hetero.job.outcome import (
+            TrainingJobFailedError,
+            TrainingJobLimitError,
+            classify,
+            resolve_outcome,
+            result_dict,
+        )
 
         started = time.monotonic()
         started_at = time.time()
@@ -361,6 +413,8 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
             except TrainingJobFailedError as err:
                 if not self.capacity_failed(err):
                     raise
+            except TrainingJobLimitError as err:
+                raise self.budget_stopped(hook, err) from err.__cause__
             name, describe = self.attach(hook, job, context)
 
     def describe_if_visible(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any] | None:
@@ -381,68 +435,14 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
             time.sleep(min(self.check_interval, 5.0))
         return describe
 
-    def describe_through_outage(
-        self, hook: HeteroTrainingHook, name: str, failing_since: float | None
-    ) -> tuple[dict[str, Any] | None, float | None]:
-        """One poll's describe (None: not visible yet, or a transient error) and the start of the
-        current run of failed polls; transient errors raise once they outlast ``transient_grace_seconds``."""
-        from airflow_hetero._retry import is_transient
-
-        try:
-            describe = self.describe_if_visible(hook, name)
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            failing_since = failing_since or time.monotonic()
-            if time.monotonic() - failing_since > self.transient_grace_seconds:
-                raise  # a long outage: fail; the retry re-attaches to the job
-            self.log.warning("Training job %s: transient errors persist, will retry: %s", name, exc)
-            return None, failing_since
-        return describe, None if describe is not None else failing_since
-
     def wait(
         self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any] | None, started: float
     ) -> dict[str, Any]:
-        """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes."""
-        from airflow_hetero.job.limits import passed_limit
-        from airflow_hetero.job.outcome import classify, resolve_outcome
+        """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes
+        (:class:`~airflow_hetero.operators.sync_wait.SyncWait`)."""
+        from airflow_hetero.operators.sync_wait import SyncWait
 
-        logged = 0  # SecondaryStatusTransitions already written to the task log
-        tailer: LogTailer | None = None
-        failing_since: float | None = None  # start of the current run of failed polls
-        stopping_since: float | None = None  # first poll that saw Stopping
-        while True:
-            if describe is None:
-                describe, failing_since = self.describe_through_outage(hook, name, failing_since)
-            state = None
-            transition = False  # a new SecondaryStatus: new log streams may have appeared
-            if describe is not None:
-                seen = self.log_transitions(name, describe, logged)
-                transition, logged = seen > logged, seen
-                state = classify(describe)
-                if self.print_log and tailer is None:
-                    tailer = self.make_tailer(hook, name, describe)
-            if tailer is not None:
-                tailer = self.follow_logs(tailer, final=state not in (None, "running"), rescan=transition)
-            if describe is not None and state != "running":
-                self.active_job_name = None
-                return resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped)
-            if describe is not None and describe.get("TrainingJobStatus") == "Stopping":
-                stopping_since = stopping_since or time.monotonic()
-            passed = passed_limit(
-                name,
-                describe,
-                waited=time.monotonic() - started,
-                stopping_for=None if stopping_since is None else time.monotonic() - stopping_since,
-                max_ingestion_time=self.max_ingestion_time,
-                stopping_timeout=self.stopping_timeout_seconds,
-            )
-            if passed is not None:
-                if passed.stop:
-                    hook.stop_training_job(name)
-                raise passed.error
-            time.sleep(self.check_interval)
-            describe = None
+        return SyncWait(self, hook, name).run(describe, started)
 
     def log_transitions(self, name: str, describe: dict[str, Any], logged: int) -> int:
         """Write each new SecondaryStatus transition once, with its StatusMessage."""
@@ -454,18 +454,6 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
     def make_tailer(self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any]) -> LogTailer:
         """A log follower for every host of the job, prefixing lines with ``[group/host]``."""
         return hook.log_tailer(name, emit=lambda line: self.log.info("%s", line), describe=describe)
-
-    def follow_logs(self, tailer: LogTailer, *, final: bool, rescan: bool = False) -> LogTailer | None:
-        """Print new log lines; logs are a convenience, so a persistent error only stops them."""
-        try:
-            if final:
-                tailer.flush()
-            else:
-                tailer.poll(rescan=rescan)
-        except Exception as exc:
-            self.log.warning("Stopped following the logs of %s: %s", tailer.job_name, exc)
-            return None
-        return tailer
 
     # -- deferred: the trigger waits, execute_complete decides ---------------------------------
 
@@ -514,7 +502,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         with fallbacks' attempts so far and the task's start; a capacity failure submits the next cluster
         and defers again."""
         from airflow_hetero.job.limits import deferred_timeout_message
-        from airflow_hetero.job.outcome import TrainingJobFailedError, outcome_from_event
+        from airflow_hetero.job.outcome import TrainingJobFailedError, TrainingJobLimitError, outcome_from_event
 
         self.active_job_name = str(event.get("job_name"))
         hook = self.make_hook()
@@ -533,6 +521,8 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
                 fail_on_stopped=self.fail_on_stopped,
                 timeout_message=deferred_timeout_message(event.get("deadline_reason"), self.max_ingestion_time),
             )
+        except TrainingJobLimitError as err:
+            raise self.budget_stopped(hook, err) from err.__cause__
         except TrainingJobFailedError as err:
             job = self.load_definition(context)
             if self.chain is None and capacity is None:  # resumed without the method's kwargs (dag.test)

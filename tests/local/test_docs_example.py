@@ -31,3 +31,9 @@ def test_capacity_md_operator_example_falls_back_as_the_page_shows(tmp_path: Pat
     done, shown = run_example("capacity.md", "operator", tmp_path)
     assert shown is not None
     assert done.stdout.endswith(shown)  # the task log may come first (Airflow 3 logs to stdout)
+
+
+def test_cost_md_budget_example_stops_at_the_cap_as_the_page_shows(tmp_path: Path) -> None:
+    done, shown = run_example("cost.md", "budget", tmp_path)
+    assert shown is not None
+    assert done.stdout.endswith(shown)  # the task log may come first (Airflow 3 logs to stdout)
