@@ -26,9 +26,14 @@ _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
 _IMAGE = re.compile(r"^(.+/)?([^:/@]+)([:@][^:/]+)?$")
 
 
-def check_job_name(name: str) -> str | None:
-    """Why ``name`` is not a valid TrainingJobName, or None when it is."""
-    if not 1 <= len(name) <= MAX_JOB_NAME:
+def check_job_name(name: str, max_length: int = MAX_JOB_NAME) -> str | None:
+    """Why ``name`` is not a valid TrainingJobName (of at most ``max_length`` characters), or None when it is."""
+    if not 1 <= len(name) <= max_length:
+        if max_length != MAX_JOB_NAME:  # a queue's payload: Batch adds its prefix and attempt id
+            return (
+                f"'{name}' is {len(name)} characters; at most {max_length} in a queue's payload, as AWS Batch names "
+                f"each attempt's training job AWSBatch<name><32 hex> within SageMaker's {MAX_JOB_NAME}"
+            )
         return f"'{name}' is {len(name)} characters; SageMaker allows 1 to {MAX_JOB_NAME}"
     if not _NAME.match(name):
         return f"'{name}' may contain only letters, digits and '-', and must start and end with a letter or digit"
@@ -83,38 +88,46 @@ def stable_hash(*parts: object, length: int = MIN_HASH_CHARS) -> str:
     return "".join(chars)
 
 
-def hash_length(base: str) -> int:
+def hash_length(base: str, max_length: int = MAX_JOB_NAME) -> int:
     """How many hash characters fit after ``base`` with room for the longest retry suffix."""
-    room = MAX_JOB_NAME - len(base) - 1 - len(f"-{MAX_ATTEMPT}")
+    room = max_length - len(base) - 1 - len(f"-{MAX_ATTEMPT}")
     return max(MIN_HASH_CHARS, min(room, 49))
 
 
-def task_key(base: str, *parts: object) -> str:
-    """The hash part of derived names for ``base``: as long as the 63-character limit allows."""
-    return stable_hash(*parts, length=hash_length(base))
+def task_key(base: str, *parts: object, max_length: int = MAX_JOB_NAME) -> str:
+    """The hash part of derived names for ``base``: as long as the 63-character limit (or ``max_length``) allows."""
+    return stable_hash(*parts, length=hash_length(base, max_length))
 
 
-def derived_job_name(base: str, key: str, attempt: int = 0) -> str:
+def derived_job_name(base: str, key: str, attempt: int = 0, max_length: int = MAX_JOB_NAME) -> str:
     """``<base>-<key>`` for the first job of a task instance, ``<base>-<key>-<attempt>`` after."""
     if not 0 <= attempt <= MAX_ATTEMPT:
         raise ValueError(f"attempt must be between 0 and {MAX_ATTEMPT}, got {attempt}")
     name = f"{base}-{key}" if attempt == 0 else f"{base}-{key}-{attempt}"
-    problem = check_job_name(name)
+    problem = check_job_name(name, max_length)
     if problem:
         raise ValueError(problem)
     return name
 
 
-def task_job_names(base: str, *parts: object) -> Iterator[str]:
-    """The names a task instance's jobs take in order: ``<base>-<key>``, then ``-1`` to ``-99`` appended."""
-    key = task_key(base, *parts)
-    return (derived_job_name(base, key, attempt) for attempt in range(MAX_ATTEMPT + 1))
+def task_job_names(base: str, *parts: object, max_length: int = MAX_JOB_NAME) -> Iterator[str]:
+    """The names a task instance's jobs take in order: ``<base>-<key>``, then ``-1`` to ``-99`` appended.
+
+    ``max_length`` below 63 (a queue's payload) cuts a base too long to leave room for the suffix."""
+    base = fitted_base(base, max_length)
+    key = task_key(base, *parts, max_length=max_length)
+    return (derived_job_name(base, key, attempt, max_length) for attempt in range(MAX_ATTEMPT + 1))
 
 
-def explicit_job_names(job_name: str) -> list[str]:
+def fitted_base(base: str, max_length: int = MAX_JOB_NAME) -> str:
+    """``base`` cut (at a letter or digit) so that ``<base>-<8 hash characters>-99`` fits ``max_length``."""
+    return base[: max(1, max_length - SUFFIX_LENGTH)].rstrip("-") or "t"
+
+
+def explicit_job_names(job_name: str, max_length: int = MAX_JOB_NAME) -> list[str]:
     """``job_name``, then ``job_name-1`` to ``-99``; ValueError unless the longest is a valid name too."""
     for name in (job_name, f"{job_name}-{MAX_ATTEMPT}"):
-        problem = check_job_name(name)
+        problem = check_job_name(name, max_length)
         if problem:
             raise ValueError(f"{problem} (retries append up to -{MAX_ATTEMPT})")
     return [job_name, *(f"{job_name}-{attempt}" for attempt in range(1, MAX_ATTEMPT + 1))]

@@ -36,6 +36,7 @@ from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, 
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links import training_links
 from airflow_hetero.operators.capacity_fallback import JOB_NAME_XCOM_KEY, CapacityFallbackMixin
+from airflow_hetero.operators.queue_mode import QueueModeMixin
 from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from airflow_hetero.definition.job import HeteroTrainingJob
     from airflow_hetero.definition.submittable import Submittable
     from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.job.batch_queue import BatchQueue
     from airflow_hetero.job.identity import TaskIdentity
     from airflow_hetero.job.outcome import TrainingJobLimitError
     from airflow_hetero.logs.tail import LogTailer
@@ -56,7 +58,7 @@ OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
 _ON_EXISTING = ("reattach", "fail", "new")
 
 
-class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings, BaseOperator):
+class HeteroTrainingOperator(QueueModeMixin, CapacityFallbackMixin, JobOutputsMixin, AwsSettings, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -93,6 +95,8 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
     :param max_cost: a budget in ``currency`` for every job of this task instance (retries and capacity
         fallbacks included): each job's MaxRuntimeInSeconds is lowered so its worst case fits what is left,
         and SageMaker stops it there (docs/cost.md). Templated; None: no budget.
+    :param batch_queue: submit through this AWS Batch job queue (name or ARN) as one service job, or a
+        ``BatchQueue`` with its share, priority, retry strategy and attempt timeout (docs/queue.md).
     """
 
     #: How long polls may keep failing transiently (each after its own retries) before the task
@@ -114,7 +118,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
     budget_stop_window_seconds: int | None = None
 
     template_fields: Sequence[str] = aws_template_fields(
-        "job", "request", "job_name", "fallback_instance_types", "max_cost"
+        "job", "request", "job_name", "fallback_instance_types", "max_cost", "batch_queue"
     )
     template_fields_renderers = {"job": "json", "request": "json", "fallback_instance_types": "json"}
     operator_extra_links = training_links()  # Airflow 3: stand-ins, the link classes load in the worker
@@ -145,6 +149,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         currency: str = PRICE_LIST_CURRENCY,
         use_pricing_api: bool = True,
         max_cost: float | str | None = None,
+        batch_queue: str | BatchQueue | None = None,
         **kwargs: Any,
     ) -> None:
         if model_asset is not None and not wait_for_completion:
@@ -182,6 +187,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         if isinstance(max_cost, int | float) and not max_cost > 0:  # a template is checked once rendered
             raise ValueError(f"max_cost must be a positive number, got {max_cost!r}")
         self.max_cost = max_cost
+        self.set_batch_queue(batch_queue, fallback_instance_types, self.job)  # after job_name: its length
         self.earlier_jobs: dict[str, dict[str, Any]] = {}  # this task instance's jobs seen: what they cost
         self.active_job_name: str | None = None  # the job on_kill stops
         self.waiting_hook: HeteroTrainingHook | None = None  # the wait's hook: on_kill stops through its client
@@ -394,6 +400,8 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
             result_dict,
         )
 
+        if self.batch_queue is not None:
+            return self.execute_queued(context)
         started = time.monotonic()
         started_at = time.time()
         job = self.load_definition(context)
@@ -552,6 +560,8 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         from airflow_hetero.job.identity import TaskIdentity
         from airflow_hetero.job.outcome import classify
 
+        if self.batch_queue is not None:
+            return self.terminate_own_service_job(context)
         job = self.load_definition(context)
         hook = self.make_hook()
         digest = TaskIdentity.of(context["ti"]).digest
@@ -572,7 +582,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         hook, which logs) would wait for ever on its lock. So: stop first, with the wait's client; log after.
         """
         name = self.active_job_name
-        if not name:
+        if self.terminate_queued("The Airflow task was killed") or not name:
             return
         (self.waiting_hook or self.make_hook()).stop_training_job(name)
         self.log.info("Task killed: asked training job %s to stop", name)
