@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 LIST_MAX_PAGES = 20
 #: The listing starts this long before the oldest watched job's ``createdAt`` (clock differences).
 LIST_OVERLAP_MS = 60_000
+#: DescribeServiceJob calls in flight at once per watcher.
+DESCRIBE_CONCURRENCY = 16
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[AwsSettingsKey, QueueWatcher]] = (
     weakref.WeakKeyDictionary()
@@ -140,20 +142,31 @@ class QueueWatcher:
         for job in due:
             by_queue.setdefault(job.queue, []).append(job)
         for queue, jobs in by_queue.items():
-            known = [j for j in jobs if j.created_at is not None]
-            listed = await self._list(client, queue, known) if known else {}
-            answers: dict[str, dict[str, Any] | BaseException] = {}
-            for job in jobs:
-                job.checked_at = now
-                found = listed.get(job.job_id)
-                answers[job.job_id] = found if found is not None else await self._describe(client, job)
-            runnable = [a for a in answers.values() if isinstance(a, dict) and a.get("status") == "RUNNABLE"]
-            places = await self._places(client, queue) if runnable else {}
-            for job in jobs:
-                answer = answers[job.job_id]
-                if isinstance(answer, dict) and answer.get("status") == "RUNNABLE" and places is not None:
-                    answer = {**answer, "place": places.get(str(answer.get("jobArn")), 0)}
-                self._deliver(job, answer)
+            await self._check_queue(client, queue, jobs, now)
+
+    async def _check_queue(self, client: Any, queue: str, due: list[_Job], now: float) -> None:
+        """One listing of ``queue`` for its ``due`` jobs, a describe for those it did not show, the places."""
+        known = [j for j in due if j.created_at is not None]
+        listed = await self._list(client, queue, known) if known else {}
+        jobs = [j for j in due if j.subscribers]  # a trigger may have left while the listing ran
+        limit = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
+
+        async def answer(job: _Job) -> dict[str, Any] | BaseException:
+            job.checked_at = now
+            found = listed.get(job.job_id)
+            if found is not None:
+                return found
+            async with limit:
+                return await self._describe(client, job)
+
+        answers = dict(zip((j.job_id for j in jobs), await asyncio.gather(*(answer(j) for j in jobs)), strict=True))
+        runnable = [a for a in answers.values() if isinstance(a, dict) and a.get("status") == "RUNNABLE"]
+        places = await self._places(client, queue) if runnable else {}
+        for job in jobs:
+            item = answers[job.job_id]
+            if isinstance(item, dict) and item.get("status") == "RUNNABLE" and places is not None:
+                item = {**item, "place": places.get(str(item.get("jobArn")), 0)}
+            self._deliver(job, item)
 
     async def _list(self, client: Any, queue: str, jobs: list[_Job]) -> dict[str, dict[str, Any]]:
         """The summaries of ``queue``'s jobs created since the oldest watched one (empty when listing fails)."""
@@ -166,9 +179,10 @@ class QueueWatcher:
                 page = await acall_with_retry(
                     client.list_service_jobs, policy=self._retry, what=f"ListServiceJobs {queue}", **kwargs
                 )
-                for item in page.get("jobSummaryList") or []:
-                    if item.get("jobId") in self._jobs:
-                        found[str(item["jobId"])] = dict(item)
+                watched = {j.job_id for j in jobs}
+                found.update(
+                    (str(i["jobId"]), dict(i)) for i in page.get("jobSummaryList") or [] if i["jobId"] in watched
+                )
                 token = page.get("nextToken")
                 if not token:
                     break
