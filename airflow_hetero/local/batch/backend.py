@@ -247,8 +247,6 @@ class BatchBackend:
                 state=body.get("state") or "ENABLED",
                 tags=body.get("tags"),
             )
-            limits = [a.to_json() for a in queue.limits()]  # normalised field names
-            queue.time_limits = limits
             self.store.queues[queue.arn] = queue
             self.store.save_resources()
             return {"jobQueueName": queue.name, "jobQueueArn": queue.arn}

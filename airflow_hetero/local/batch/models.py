@@ -99,7 +99,16 @@ class JobQueue(_Json):
     tags: dict[str, str] | None = None
 
     def limits(self) -> list[TimeLimitAction]:
-        return [TimeLimitAction.from_json(item) for item in self.time_limits]
+        """``time_limits`` holds them as the API states them (``maxTimeSeconds``, ...)."""
+        return [
+            TimeLimitAction(
+                reason=item["reason"],
+                max_time_seconds=int(item["maxTimeSeconds"]),
+                state=item["state"],
+                action=item["action"],
+            )
+            for item in self.time_limits
+        ]
 
     def describe(self) -> dict[str, Any]:
         answer: dict[str, Any] = {
