@@ -58,7 +58,7 @@ def _submit(batch: Any, **overrides: Any) -> str:
         ({"schedulingPriority": 10000}, "schedulingPriority must be between 0 and 9999; got 10000"),
         ({"retryStrategy": {"attempts": 11}}, "retryStrategy.attempts must be between 1 and 10; got 11"),
         ({"retryStrategy": {"attempts": 0}}, "retryStrategy.attempts must be between 1 and 10; got 0"),
-        ({"serviceRequestPayload": "x" * (10 * 1024 + 1)}, "serviceRequestPayload is 10241 bytes; the maximum is 10240"),
+        ({"serviceRequestPayload": "x" * 10241}, "serviceRequestPayload is 10241 bytes; the maximum is 10240"),
         ({"jobQueue": "nowhere"}, "Error executing request, Exception : Job queue nowhere does not exist"),
         ({"shareIdentifier": "a"}, "shareIdentifier is not allowed: job queue idle has no fair-share"),
         ({"jobQueue": "shared"}, "shareIdentifier is required: job queue shared has a fair-share scheduling policy"),
