@@ -160,8 +160,10 @@ BATCH_STATUS_FOR_SECONDARY = {
     "Interrupted": "RUNNING",
 }
 BATCH_STATUS_FOR_TRAINING_STATUS = {"Completed": "SUCCEEDED", "Failed": "FAILED", "Stopped": "FAILED"}
-#: How Batch words a status it took from the training job: the prefix, then SageMaker's status or FailureReason.
-BATCH_STATUS_REASON_PREFIX = "Received status from SageMaker: "
+#: How Batch words a status it took from the training job: the prefix, then SageMaker's FailureReason or status
+#: message, with no space between (the SDK v3's default retry rule, sagemaker.train.aws_batch.constants, matches
+#: ``Received status from SageMaker:InternalServerError: We encountered an internal error. Please try again.``).
+BATCH_STATUS_REASON_PREFIX = "Received status from SageMaker:"
 #: The reason a job larger than every service environment of its queue stays RUNNABLE.
 BATCH_MISCONFIGURATION_REASON = (
     "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE - Service environment(s) associated with the job queue "
