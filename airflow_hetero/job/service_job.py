@@ -15,6 +15,8 @@ from airflow_hetero.job.identity import IDENTITY_TAG
 
 __all__ = [
     "attempt_training_jobs",
+    "blocked_message",
+    "blocked_reason",
     "identity_of_service_job",
     "is_final",
     "latest_training_job",
@@ -53,6 +55,25 @@ def identity_of_service_job(service_job: Mapping[str, Any]) -> str | None:
     """The identity digest in a described service job's tags, if any."""
     value = (service_job.get("tags") or {}).get(IDENTITY_TAG)
     return str(value) if value else None
+
+
+#: The start of a RUNNABLE job's statusReason when no service environment of its queue can ever run it.
+MISCONFIGURATION = facts.BATCH_MISCONFIGURATION_REASON.split(":", 1)[0] + ":"
+
+
+def blocked_reason(service_job: Mapping[str, Any]) -> str | None:
+    """Batch's reason when the job waits RUNNABLE for what will never come (a job larger than every service
+    environment of its queue: ``MISCONFIGURATION:...``), else None."""
+    reason = str(service_job.get("statusReason") or "")
+    return reason if service_job.get("status") == "RUNNABLE" and reason.startswith(MISCONFIGURATION) else None
+
+
+def blocked_message(service_job: Mapping[str, Any], reason: str) -> str:
+    """The task's error for a job its queue can never run."""
+    return (
+        f"Service job {service_job.get('jobName')} can never run in job queue {service_job.get('jobQueue')}: "
+        f"{reason}; it was terminated"
+    )
 
 
 def is_final(service_job: Mapping[str, Any]) -> bool:

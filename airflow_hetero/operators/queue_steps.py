@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 #: XCom key of the service job (``{"job_id", "job_name", "job_queue"}``), pushed once it is submitted or found.
 SERVICE_JOB_XCOM_KEY = "service_job"
+#: XCom key of the latest attempt's training job (the direct mode's key: the summary operator reads it).
+JOB_NAME_XCOM_KEY = "training_job_name"
 #: States in which the latest attempt's training job exists (or is being created).
 _ATTEMPT_STATES = ("SCHEDULED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED")
 
@@ -179,10 +181,15 @@ class QueueRun:
 
     def wait(self, batch: HeteroBatchHook, hook: HeteroTrainingHook, service: dict[str, Any]) -> dict[str, Any]:
         """Follow the service job until it ends: its states, its attempts, the latest attempt's log."""
+        from airflow_hetero.job.service_job import blocked_reason
+
         watch = _Watch(self, batch, hook)
         started = time.monotonic()
         while True:
             watch.see(service)
+            blocked = blocked_reason(service)
+            if blocked is not None:
+                self.fail_blocked(batch, service, blocked)
             if service.get("status") in ("SUCCEEDED", "FAILED"):
                 watch.finish()
                 return self.outcome(hook, service)
@@ -194,6 +201,14 @@ class QueueRun:
                 )
             time.sleep(self.op.check_interval)
             service = batch.describe_service_job(str(service["jobId"]))
+
+    def fail_blocked(self, batch: HeteroBatchHook, service: dict[str, Any], reason: str) -> None:
+        """Terminate a job its queue can never run, and fail the task (no retry: it would wait the same)."""
+        from airflow_hetero.job.service_job import blocked_message
+
+        batch.terminate_service_job(str(service["jobId"]), reason[:256])
+        self.op.service_job_id = None
+        raise AirflowFailException(blocked_message(service, reason))
 
     def timeout_error(self, service: dict[str, Any], what: str) -> Exception:
         from airflow_hetero.job.outcome import ASKED_TO_STOP, TrainingJobTimeoutError
@@ -279,17 +294,21 @@ class QueueRun:
                 f"Waiting for service job {service_job_id} failed: {event.get('message') or event}"
             )
         service = batch.describe_service_job(service_job_id)
+        if event.get("status") == "blocked":
+            self.fail_blocked(batch, service, str(event.get("status_reason")))
         training = event.get("training_job") if stage == "queue" else event.get("job_name")
         final = service.get("status") in ("SUCCEEDED", "FAILED")
+        training = real_name(hook, str(training)) if training else None
         if self.op.print_log and training and (stage == "training" or final):
-            self.show_tail(hook, str(training))
+            self.show_tail(hook, training)
         if final:
             return self.outcome(hook, service)
         if stage == "queue" and training:
             self.log.info("Service job %s: %s", service.get("jobName"), _state(service))
-            self.defer_attempt(service_job_id, str(training))
+            self.context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=training)
+            self.defer_attempt(service_job_id, training)
         self.log.info("Service job %s: %s (its attempt %s ended)", service.get("jobName"), _state(service), training)
-        self.defer_queue(service, after_attempt=str(training) if training else None)
+        self.defer_queue(service, after_attempt=training)
         raise AssertionError("not reached: defer raises TaskDeferred")
 
     def show_tail(self, hook: HeteroTrainingHook, name: str) -> None:
@@ -321,6 +340,15 @@ class QueueRun:
         return None
 
 
+def real_name(hook: HeteroTrainingHook, name: str) -> str:
+    """The training job's name as SageMaker spells it (an ARN holds it lower-cased), ``name`` when not found."""
+    try:
+        found = hook.find_training_job(name)
+    except Exception:  # the name still serves: SageMaker's names do not depend on case
+        return name
+    return str((found or {}).get("TrainingJobName") or name)
+
+
 def _state(service: dict[str, Any], place: int | None = None) -> str:
     from airflow_hetero.job.service_job import state_line
 
@@ -341,6 +369,7 @@ class _Watch:
         self.state: tuple[Any, Any] | None = None
         self.attempt: str | None = None
         self.transitions = 0
+        self.pushed = False
         self.tailer: LogTailer | None = None
 
     def see(self, service: dict[str, Any]) -> None:
@@ -367,8 +396,7 @@ class _Watch:
             self.log.info("Service job %s: attempt %d is training job %s", name, count, latest)
             if self.attempt:
                 self.log.warning("Service job %s: training job %s was followed by a new attempt", name, self.attempt)
-            self.attempt, self.transitions = latest, 0
-            self.run.context["ti"].xcom_push(key="training_job_name", value=latest)
+            self.attempt, self.transitions, self.pushed = latest, 0, False
         if latest and status in _ATTEMPT_STATES:
             self.follow(latest)
 
@@ -382,6 +410,10 @@ class _Watch:
             return
         if training is None:
             return
+        name = str(training.get("TrainingJobName") or name)  # an ARN's name is lower-cased; the logs are not
+        if not self.pushed:
+            self.run.context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=name)
+            self.pushed = True
         seen = op.log_transitions(name, training, self.transitions)
         rescan, self.transitions = seen > self.transitions, seen
         if op.print_log and self.tailer is None:

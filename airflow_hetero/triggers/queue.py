@@ -65,7 +65,8 @@ class HeteroServiceJobTrigger(_BatchSettings, BaseTrigger):
     :param poll_interval: seconds between checks (one listing per queue for every job of the triggerer).
     :param stop_on_kill: terminate the service job when the task is killed, cleared or marked.
 
-    Event payload: ``status`` ("attempt", "done" or "error"), ``service_job_id``, ``job_status``,
+    Event payload: ``status`` ("attempt", "done", "blocked": RUNNABLE for ever with ``MISCONFIGURATION:...``,
+    or "error"), ``service_job_id``, ``job_status``,
     ``status_reason``, ``training_job`` (the latest attempt's), for errors ``message``.
     """
 
@@ -133,7 +134,7 @@ class HeteroServiceJobTrigger(_BatchSettings, BaseTrigger):
         yield event
 
     async def _wait(self, updates: asyncio.Queue[dict[str, Any] | BaseException]) -> TriggerEvent:
-        from airflow_hetero.job.service_job import is_final, latest_training_job, state_line
+        from airflow_hetero.job.service_job import blocked_reason, is_final, latest_training_job, state_line
 
         said: tuple[Any, ...] | None = None
         while True:
@@ -149,6 +150,8 @@ class HeteroServiceJobTrigger(_BatchSettings, BaseTrigger):
                 self.log.info("Service job %s: %s", self.job_name, state_line(answer, answer.get("place")))
                 said = now
             latest = latest_training_job(answer)
+            if blocked_reason(answer) is not None:
+                return self._event("blocked", answer)
             if is_final(answer):
                 return self._event("done", answer)
             if latest and latest != self.after_attempt and answer.get("status") not in ("SUBMITTED", "RUNNABLE"):

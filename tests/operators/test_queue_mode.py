@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import ANY, Stubber
 from support.task_logs import record_logs
 
+from airflow_hetero import sagemaker_facts as facts
 from airflow_hetero._compat import AirflowFailException, TaskDeferred
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.definition import naming
@@ -117,10 +118,9 @@ class Stubs:
     def submit_error(self, code: str, message: str, status: int) -> None:
         self.b.add_client_error("submit_service_job", code, message, http_status_code=status)
 
-    def training(self, name: str, status: str = "Completed", **extra: Any) -> None:
-        self.s.add_response(
-            "describe_training_job", describe_training(name, status, **extra), {"TrainingJobName": name}
-        )
+    def training(self, name: str, status: str = "Completed", asked: str | None = None, **extra: Any) -> None:
+        answer = describe_training(name, status, **extra)
+        self.s.add_response("describe_training_job", answer, {"TrainingJobName": asked or name})
 
     @property
     def payload(self) -> dict[str, Any]:
@@ -378,7 +378,8 @@ def test_deferred_the_queue_then_the_attempt_then_the_outcome(stubs: tuple[Heter
     assert deferred.value.method_name == "execute_queued_complete"
     # an attempt started: hand over to the training-job trigger
     s.describe(service_job(name, "RUNNING", attempts=1))
-    event = {"status": "attempt", "service_job_id": "id-1", "training_job": attempt}
+    s.training(attempt, "InProgress", asked=attempt.lower())  # as SageMaker spells it (an ARN's is lower-cased)
+    event = {"status": "attempt", "service_job_id": "id-1", "training_job": attempt.lower()}
     resume = deferred.value.kwargs or {}
     with pytest.raises(TaskDeferred) as deferred:
         op.execute_queued_complete(context, event, **resume)
@@ -387,6 +388,7 @@ def test_deferred_the_queue_then_the_attempt_then_the_outcome(stubs: tuple[Heter
     assert trigger.serialize()[1]["service_job_id"] == "id-1"
     # the training job ended: the service job decides
     s.describe(service_job(name, "SUCCEEDED", attempts=1))
+    s.training(attempt, "Completed")
     s.training(attempt, "Completed")
     resume = deferred.value.kwargs or {}
     result = op.execute_queued_complete(context, {"status": "done", "job_name": attempt}, **resume)
@@ -399,6 +401,7 @@ def test_deferred_a_retried_attempt_goes_back_to_the_queue(stubs: tuple[HeteroTr
     name = name_for()
     attempt = training_name(name)
     s.describe(service_job(name, "RUNNABLE", attempts=1))
+    s.training(attempt, "Failed", FailureReason="CapacityError: no capacity")
     with pytest.raises(TaskDeferred) as deferred:
         op.execute_queued_complete(
             {"ti": ti()},  # type: ignore[arg-type]
@@ -467,3 +470,17 @@ def test_the_queue_is_templated() -> None:
     op.render_template_fields({"params": {"queue": "gpu-queue", "team": "teamA"}, "ti": ti()})  # type: ignore[arg-type]
     assert op.batch_queue is not None
     assert (op.batch_queue.queue, op.batch_queue.share_identifier) == ("gpu-queue", "teamA")
+
+
+def test_a_job_its_queue_can_never_run_is_terminated_and_fails_naming_batchs_reason(
+    stubs: tuple[HeteroTrainingOperator, Stubs],
+) -> None:
+    op, s = stubs
+    name = name_for()
+    reason = facts.BATCH_MISCONFIGURATION_REASON
+    s.list_by_name(name, [service_job(name, "RUNNABLE", statusReason=reason)])
+    s.b.add_response("get_job_queue_snapshot", {"frontOfQueue": {"jobs": []}}, {"jobQueue": QUEUE_ARN})
+    s.b.add_response("terminate_service_job", {}, {"jobId": "id-1", "reason": reason})
+    with pytest.raises(AirflowFailException) as err:
+        op.execute({"ti": ti()})  # type: ignore[arg-type]
+    assert str(err.value) == f"Service job {name} can never run in job queue {QUEUE_ARN}: {reason}; it was terminated"

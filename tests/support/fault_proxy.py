@@ -1,6 +1,7 @@
 """A loopback HTTP proxy in front of a (moto) endpoint that injects faults per AWS action.
 
-Each request's action is read from ``X-Amz-Target`` (``SageMaker.CreateTrainingJob``). A test
+Each request's action is read from ``X-Amz-Target`` (``SageMaker.CreateTrainingJob``), or for a rest-json
+service (AWS Batch: ``POST /v1/submitservicejob``) from its path, named as the operation (``SubmitServiceJob``). A test
 queues faults per action; the next request of that action gets the first queued fault:
 
 * ``"reset_before"``: close the connection without forwarding (the service never saw it);
@@ -14,6 +15,7 @@ service received; ``log`` lists (epoch seconds, action) of each forwarded reques
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import threading
@@ -73,7 +75,7 @@ class FaultProxy:
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length) if length else b""
         target = request.headers.get("X-Amz-Target") or ""
-        action = target.rsplit(".", 1)[-1] if target else request.command
+        action = target.rsplit(".", 1)[-1] if target else _rest_actions().get(request.path, request.command)
         fault = self._next_fault(action)
         if fault == "reset_before":
             request.close_connection = True
@@ -111,6 +113,15 @@ class FaultProxy:
         request.send_header("Content-Length", str(len(payload)))
         request.end_headers()
         request.wfile.write(payload)
+
+
+@functools.cache
+def _rest_actions() -> dict[str, str]:
+    """AWS Batch's request paths -> operation names (botocore's model)."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("batch")
+    return {model.operation_model(op).http["requestUri"]: op for op in model.operation_names}
 
 
 @contextmanager
