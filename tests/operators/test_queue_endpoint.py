@@ -1,0 +1,296 @@
+"""Queue mode against the offline endpoint's AWS Batch queue: real service jobs, attempts and training jobs.
+
+Gated jobs (support.batch_jobs) end when the test releases them, so every wait is for an event. The queue
+``one`` holds one instance: tasks submitted together run one after another. A task "killed" mid-wait is one
+whose execute left (it deferred); its retry is a new operator for the same task instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from unittest.mock import MagicMock
+
+import pytest
+from support.batch_jobs import gated_payload, release, until, wait_status
+from support.fault_proxy import FaultProxy, fault_proxy
+from support.local_jobkit import BUCKET
+from support.task_logs import record_logs
+
+from airflow_hetero import sagemaker_facts as facts
+from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException, TaskDeferred
+from airflow_hetero._retry import RetryPolicy
+from airflow_hetero.hooks.batch import HeteroBatchHook
+from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.operators import BatchQueue, HeteroTrainingOperator
+
+pytestmark = pytest.mark.slow
+
+CONN_ID = "queued_endpoint"
+C5 = "ml.c5.xlarge"
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
+    with LocalEndpoint(
+        workdir=tmp_path_factory.mktemp("endpoint"),
+        stop_grace=1.0,
+        log_flush_interval=0.2,
+        batch_queues={"one": 1},
+        batch_poll_interval=0.05,
+        batch_requeue_delay=0.3,
+    ) as ep:
+        ep.client("s3").create_bucket(Bucket=BUCKET)
+        yield ep
+
+
+@pytest.fixture
+def conn(endpoint: LocalEndpoint, monkeypatch: pytest.MonkeyPatch) -> LocalEndpoint:
+    for name, value in endpoint.environ(CONN_ID).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(HeteroBatchHook, "default_retry_policy", RetryPolicy(3, 0.01, 0.05))
+    return endpoint
+
+
+def ti(run_id: str) -> MagicMock:
+    return MagicMock(dag_id="queued", task_id="train", run_id=run_id, map_index=-1)
+
+
+def operator(endpoint: LocalEndpoint, gate: Path, gate_name: str, **kwargs: Any) -> HeteroTrainingOperator:
+    groups = kwargs.pop("groups", ((("main", C5, 1)),))
+    payload = json.loads(gated_payload(endpoint.client("s3"), gate, gate_name, groups))
+    kwargs.setdefault("batch_queue", "one")
+    kwargs.setdefault("deferrable", False)
+    kwargs.setdefault("check_interval", 0.1)
+    return HeteroTrainingOperator(task_id="train", request=payload, aws_conn_id=CONN_ID, **kwargs)
+
+
+def in_thread(work: Any) -> threading.Thread:
+    """Start ``work`` in a thread an operator may execute in (2.11's ExecutorSafeguard keeps a main-thread local)."""
+
+    def run() -> None:
+        if not AIRFLOW_V_3:
+            from airflow.models.baseoperator import ExecutorSafeguard
+
+            ExecutorSafeguard._sentinel.callers = {}
+        work()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def drive(op: HeteroTrainingOperator, context: Any, first: TaskDeferred | None = None) -> dict[str, Any]:
+    """Run a deferrable task to its end: each trigger until its event, then the method it resumes."""
+
+    async def event_of(trigger: Any) -> dict[str, Any]:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("no event")
+
+    deferred = first
+    if deferred is None:
+        try:
+            return op.execute(context)
+        except TaskDeferred as err:
+            deferred = err
+    for _ in range(10):
+        event = asyncio.run(asyncio.wait_for(event_of(deferred.trigger), 120))
+        try:
+            result: dict[str, Any] = getattr(op, deferred.method_name)(context, event, **(deferred.kwargs or {}))
+            return result
+        except TaskDeferred as err:
+            deferred = err
+    raise AssertionError("too many deferrals")
+
+
+def service_jobs(endpoint: LocalEndpoint, name_prefix: str) -> list[dict[str, Any]]:
+    batch = endpoint.client("batch")
+    listed = batch.list_service_jobs(filters=[{"name": "JOB_NAME", "values": [name_prefix + "*"]}])
+    return list(listed["jobSummaryList"])
+
+
+def service_job_of(context: Any) -> dict[str, Any]:
+    pushed = [c.kwargs["value"] for c in context["ti"].xcom_push.call_args_list if c.kwargs.get("key") == "service_job"]
+    return dict(pushed[-1])
+
+
+def training_jobs(endpoint: LocalEndpoint, payload_name: str) -> list[str]:
+    sm = endpoint.client("sagemaker")
+    listed = sm.list_training_jobs(NameContains=payload_name, MaxResults=100)["TrainingJobSummaries"]
+    return [s["TrainingJobName"] for s in listed]
+
+
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_tasks_into_a_smaller_queue_run_one_after_another(
+    conn: LocalEndpoint, tmp_path: Path, deferrable: bool
+) -> None:
+    batch = conn.client("batch")
+    kind = "d" if deferrable else "s"
+    contexts = {g: {"ti": ti(f"{kind}-{g}")} for g in ("a", "b")}
+    ops = {g: operator(conn, tmp_path, f"{kind}{g}", deferrable=deferrable, print_log=True) for g in contexts}
+    logs = {g: record_logs(op) for g, op in ops.items()}
+    results: dict[str, Any] = {}
+
+    def run(g: str) -> None:
+        results[g] = drive(ops[g], contexts[g])
+
+    threads = [in_thread(lambda g=g: run(g)) for g in ("a", "b")]
+    ids = {
+        g: until(
+            lambda g=g: any(c.kwargs.get("key") == "service_job" for c in contexts[g]["ti"].xcom_push.call_args_list),
+            "submit",
+        )
+        and service_job_of(contexts[g])["job_id"]
+        for g in contexts
+    }
+    first = until(
+        lambda: next((g for g in ids if batch.describe_service_job(jobId=ids[g])["status"] == "RUNNING"), None),
+        "one to run",
+    )
+    second = "b" if first == "a" else "a"
+    assert wait_status(batch, ids[second], "RUNNABLE")["status"] == "RUNNABLE"  # the queue holds one instance
+    release(tmp_path, f"{kind}{first}")
+    wait_status(batch, ids[second], "RUNNING")
+    assert batch.describe_service_job(jobId=ids[first])["status"] == "SUCCEEDED"  # never both at once
+    release(tmp_path, f"{kind}{second}")
+    for thread in threads:
+        thread.join(120)
+    assert {results[g]["service_job"]["status"] for g in contexts} == {"SUCCEEDED"}
+    assert results[second]["training_job_name"].startswith(facts.BATCH_TRAINING_JOB_PREFIX)
+    if not deferrable:
+        text = logs[second].text()
+        assert "RUNNABLE" in text and "place 1 in the queue" in text
+        assert f"[main/algo-1] released {kind}{second}" in text  # the attempt's log, [group/host]
+
+
+@pytest.mark.parametrize("fault", ["reset_after", "500_after"])
+def test_a_lost_submit_answer_adopts_the_first_job(
+    conn: LocalEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    with fault_proxy(conn.url) as proxy:
+        for name, value in conn.environ(CONN_ID).items():
+            monkeypatch.setenv(name, value.replace(conn.url, proxy.url))
+        proxy.fail("SubmitServiceJob", fault)
+        _adopt_once(conn, proxy, tmp_path, f"lost-{fault}")
+
+
+def test_a_refused_client_token_adopts_the_first_job(
+    conn: LocalEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is lost and the first look-up misses the job (listing lag): the resend, same clientToken, is
+    refused, and the second look-up adopts the first job."""
+    with fault_proxy(conn.url) as proxy:
+        for name, value in conn.environ(CONN_ID).items():
+            monkeypatch.setenv(name, value.replace(conn.url, proxy.url))
+        proxy.fail("SubmitServiceJob", "reset_after")
+        find = HeteroBatchHook.find_service_jobs
+        misses = iter([True, True])  # the walk's look-up before the submit, then the first after the lost answer
+
+        def lagging(self: HeteroBatchHook, name: str) -> list[dict[str, Any]]:
+            return [] if next(misses, False) else find(self, name)
+
+        monkeypatch.setattr(HeteroBatchHook, "find_service_jobs", lagging)
+        _adopt_once(conn, proxy, tmp_path, "token", sent=2)
+
+
+def _adopt_once(conn: LocalEndpoint, proxy: FaultProxy, gate: Path, gate_name: str, sent: int = 1) -> None:
+    op = operator(conn, gate, gate_name, wait_for_completion=False)
+    logs = record_logs(op)
+    context: Any = {"ti": ti(f"adopt-{gate_name}")}
+    result = op.execute(context)
+    assert proxy.forwarded["SubmitServiceJob"] == sent
+    name = result["service_job"]["job_name"]
+    assert len(service_jobs(conn, name)) == 1
+    assert "Adopted (the submit's answer was lost) service job" in logs.text()
+    release(gate, gate_name)
+    wait_status(conn.client("batch"), result["service_job"]["job_id"], "SUCCEEDED")
+    assert len(training_jobs(conn, name)) == 1  # one service job, one training job
+
+
+def test_a_retry_re_attaches_while_runnable_and_while_running(conn: LocalEndpoint, tmp_path: Path) -> None:
+    batch = conn.client("batch")
+    blocker: Any = {"ti": ti("blocker")}
+    first = operator(conn, tmp_path, "blocker", deferrable=True)
+    with pytest.raises(TaskDeferred):
+        first.execute(blocker)
+    wait_status(batch, service_job_of(blocker)["job_id"], "RUNNING")
+    context: Any = {"ti": ti("retried")}
+    with pytest.raises(TaskDeferred):  # the worker leaves while the job is RUNNABLE
+        operator(conn, tmp_path, "retried", deferrable=True).execute(context)
+    job_id = service_job_of(context)["job_id"]
+    assert batch.describe_service_job(jobId=job_id)["status"] == "RUNNABLE"
+    retry = operator(conn, tmp_path, "retried", deferrable=True)
+    logs = record_logs(retry)
+    with pytest.raises(TaskDeferred):
+        retry.execute(context)
+    assert "Re-attaching to service job" in logs.text() and service_job_of(context)["job_id"] == job_id
+    release(tmp_path, "blocker")
+    wait_status(batch, job_id, "RUNNING")
+    again = operator(conn, tmp_path, "retried", deferrable=False)  # the worker left while RUNNING
+    logs = record_logs(again)
+    waiting = in_thread(lambda: again.execute(context))
+    until(lambda: "Re-attaching to service job" in logs.text(), "the re-attach")
+    release(tmp_path, "retried")
+    waiting.join(120)
+    name = service_job_of(context)["job_name"]
+    assert len(service_jobs(conn, name)) == 1 and len(training_jobs(conn, name)) == 1
+
+
+def test_a_task_cleared_while_runnable_terminates_it_before_any_training_job(
+    conn: LocalEndpoint, tmp_path: Path
+) -> None:
+    batch = conn.client("batch")
+    blocker: Any = {"ti": ti("blocker2")}
+    with pytest.raises(TaskDeferred):
+        operator(conn, tmp_path, "blocker2", deferrable=True).execute(blocker)
+    wait_status(batch, service_job_of(blocker)["job_id"], "RUNNING")
+    context: Any = {"ti": ti("cleared")}
+    op = operator(conn, tmp_path, "cleared", deferrable=True)
+    with pytest.raises(TaskDeferred):
+        op.execute(context)
+    job = service_job_of(context)
+    assert op.stop_own_job(context) == job["job_name"]  # what a cleared / failed deferral does
+    ended = wait_status(batch, job["job_id"], "FAILED")
+    assert not ended.get("attempts") and not training_jobs(conn, job["job_name"])
+    release(tmp_path, "blocker2")
+    wait_status(batch, service_job_of(blocker)["job_id"], "SUCCEEDED")
+
+
+def test_a_too_large_job_fails_naming_the_reason(conn: LocalEndpoint, tmp_path: Path) -> None:
+    op = operator(conn, tmp_path, "large", groups=(("a", C5, 1), ("b", C5, 1)))
+    context: Any = {"ti": ti("large")}
+    with pytest.raises(AirflowFailException, match="MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE"):
+        op.execute(context)
+    assert conn.client("batch").describe_service_job(jobId=service_job_of(context)["job_id"])["isTerminated"]
+
+
+def test_a_capacity_requeue_is_logged_and_the_next_attempt_followed(conn: LocalEndpoint, tmp_path: Path) -> None:
+    conn.set_capacity({C5: 0})
+    op = operator(conn, tmp_path, "requeued", batch_queue=BatchQueue("one", retry_strategy=1))
+    logs = record_logs(op)
+    context: Any = {"ti": ti("requeued")}
+    try:
+        waiting = in_thread(lambda: context.update(result=op.execute(context)))
+        until(lambda: "back in the queue" in logs.text() or "attempt 2" in logs.text(), "a requeue", 120)
+    finally:
+        conn.set_capacity({C5: None})
+    until(lambda: "attempt 2 is training job" in logs.text(), "the next attempt", 120)
+    release(tmp_path, "requeued")
+    waiting.join(120)
+    result = context["result"]
+    assert result["service_job"]["status"] == "SUCCEEDED" and len(result["service_job"]["attempts"]) >= 2
+
+
+def test_a_bad_request_is_refused_before_anything_is_submitted(conn: LocalEndpoint, tmp_path: Path) -> None:
+    op = operator(conn, tmp_path, "bad")
+    assert isinstance(op.request, dict)
+    op.request = {**op.request, "HyperParameters": {f"k{i}": "x" * 300 for i in range(40)}}
+    context: Any = {"ti": ti("bad")}
+    with pytest.raises(AirflowFailException, match="at most 10240"):
+        op.execute(context)
+    assert not [c for c in context["ti"].xcom_push.call_args_list if c.kwargs.get("key") == "service_job"]
