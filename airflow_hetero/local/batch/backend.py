@@ -132,8 +132,13 @@ class BatchBackend:
             if job.status_reason != facts.BATCH_MISCONFIGURATION_REASON:
                 job.status_reason = facts.BATCH_MISCONFIGURATION_REASON
                 self.store.save_job(job)
+        misconfigured = {j.job_id for j in plan.misconfigured}
         for view in views:
             for job in view.runnable:
+                grew = job.status == "RUNNABLE" and job.job_id not in misconfigured  # its environment grew
+                if grew and job.status_reason == facts.BATCH_MISCONFIGURATION_REASON:
+                    job.status_reason = None
+                    self.store.save_job(job)
                 self._time_limits(job, view.queue, job.job_id in waiting, timing)
 
     def _view(self, queue: JobQueue, timing: Timing) -> scheduler.QueueView:

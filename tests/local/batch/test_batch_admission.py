@@ -138,5 +138,10 @@ def test_a_job_larger_than_the_environment_stays_runnable_and_does_not_block(
     assert described["attempts"] == []
     release(tmp_path, "fits")
     wait_status(batch, small, "SUCCEEDED")
-    batch.terminate_service_job(jobId=big, reason="never fits")
-    assert wait_status(batch, big, "FAILED")["statusReason"] == "never fits"
+    batch.update_service_environment(
+        serviceEnvironment="small-env", capacityLimits=[{"maxCapacity": 3, "capacityUnit": "NUM_INSTANCES"}]
+    )  # now it fits: admitted, the reason gone
+    running = wait_status(batch, big, "RUNNING")
+    assert "statusReason" not in running or running["statusReason"] != facts.BATCH_MISCONFIGURATION_REASON
+    batch.terminate_service_job(jobId=big, reason="not needed after all")
+    assert wait_status(batch, big, "FAILED")["statusReason"] == "not needed after all"
