@@ -178,10 +178,11 @@ class JobRunner:
             raise _Interrupted("abort", self._abort_reason)
         if self._stop.is_set():
             raise _Interrupted("stop")
-        if time.monotonic() > self._deadline:
-            raise _Interrupted("max_runtime")
-        if time.monotonic() > self._wait_deadline:
+        now = time.monotonic()
+        if now > self._wait_deadline:  # first: the wall time since creation is never below the training time
             raise _Interrupted("max_wait")
+        if now > self._deadline:
+            raise _Interrupted("max_runtime")
 
     def _run(self) -> None:
         try:
