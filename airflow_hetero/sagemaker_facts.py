@@ -191,3 +191,21 @@ BATCH_LIST_MAX_RESULTS = 100
 BATCH_SNAPSHOT_FRONT_JOBS = 100
 #: ``tags`` on a service job, queue or environment: 1 to 50.
 BATCH_MAX_TAGS = 50
+
+# Managed spot interruptions and checkpoints (botocore's SecondaryStatus and CheckpointConfig documentation).
+#: ``CheckpointConfig.LocalPath`` when a request gives none (botocore: "The default directory is /opt/ml/checkpoints/").
+DEFAULT_CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+#: The container's own tree: the offline endpoint maps it to each host's folder, so a LocalPath must be inside it.
+CONTAINER_BASE_DIR = "/opt/ml"
+#: StatusMessage of SecondaryStatus ``Interrupted`` (botocore's SecondaryStatus documentation).
+SPOT_INTERRUPTED_MESSAGE = "The job stopped because the managed spot training instances were interrupted."
+#: StatusMessage of SecondaryStatus ``MaxWaitTimeExceeded``, TrainingJobStatus ``Stopped`` (botocore's words).
+MAX_WAIT_EXCEEDED_MESSAGE = "The job stopped because it exceeded the maximum allowed wait time."
+#: A Starting StatusMessage botocore documents: what a restart after an interruption shows while it launches.
+LAUNCHING_INSTANCES_MESSAGE = "Launching requested ML instances."
+#: SecondaryStatus ``Restarting`` has no documented message: the offline endpoint's own words.
+RESTARTING_MESSAGE = "Restarting the training job after its managed spot training instances were interrupted."
+#: STAND-IN, not a price: the offline endpoint bills a spot job's BillableTimeInSeconds as TrainingTimeInSeconds x
+#: (1 - this). Real spot savings vary by type, region and hour (SageMaker says "up to 90%"); set your own
+#: (``LocalEndpoint(spot_saving=...)``, ``local serve --spot-saving``).
+STAND_IN_SPOT_SAVING = 0.7

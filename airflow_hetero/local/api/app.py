@@ -6,8 +6,9 @@ into ``ClientError`` with that code. Everything else (S3, CloudWatch Logs, Cloud
 other SageMaker actions) goes to moto's ``DomainDispatcherApplication``, the same app moto's own
 server runs, which routes by the request's signing scope.
 
-The endpoint's own control path (``/_airflow-hetero/capacity``, :mod:`.control`) reads and changes
-the instance capacity and quotas; no AWS client sends requests there.
+The endpoint's own control paths (``/_airflow-hetero/capacity``, :mod:`.control`, and
+``/_airflow-hetero/interrupt``, :mod:`.spot_control`) read and change the instance capacity and quotas
+and interrupt a spot job; no AWS client sends requests there.
 
 The Price List Query API (``X-Amz-Target: AWSPriceListService.<Action>``: GetProducts,
 DescribeServices) is answered here too, with stand-in prices (:mod:`.pricing`).
@@ -39,7 +40,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from xml.sax.saxutils import escape
 
-from airflow_hetero.local.api import control, iam, pricing, tagging
+from airflow_hetero.local.api import control, iam, pricing, spot_control, tagging
 from airflow_hetero.local.api.errors import ServiceError, validation
 from airflow_hetero.local.api.service import TrainingService
 from airflow_hetero.local.batch.responses import BatchResponses
@@ -162,12 +163,15 @@ class EndpointApp:
         return [data]
 
     def _control(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        """The endpoint's own control path (:mod:`.control`: capacity and quotas)."""
+        """The endpoint's own control paths (:mod:`.control`: capacity and quotas; :mod:`.spot_control`: interrupt)."""
         length = int(environ.get("CONTENT_LENGTH") or 0)
         raw = environ["wsgi.input"].read(length) if length else b""
         method = environ.get("REQUEST_METHOD", "GET")
         try:
-            status, payload = 200, control.answer(self.service.capacity, environ["PATH_INFO"], method, raw)
+            if environ["PATH_INFO"] == control.INTERRUPT_PATH:
+                status, payload = 200, spot_control.answer(self.service, method, raw)
+            else:
+                status, payload = 200, control.answer(self.service.capacity, environ["PATH_INFO"], method, raw)
         except ServiceError as err:
             status, payload = err.status, {"__type": err.code, "message": err.message}
         return _json_answer(start_response, status, payload)

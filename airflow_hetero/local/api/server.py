@@ -17,15 +17,18 @@ import json
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
+from airflow_hetero.local.api.errors import ServiceError
 from airflow_hetero.local.training.capacity import CapacityLedger, Limits
 from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
 from airflow_hetero.local.training.runner import RunOptions
+from airflow_hetero.local.training.spot import SpotOptions, interrupt_after
+from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
 
 LOOPBACK = "127.0.0.1"
 #: Seconds :meth:`LocalEndpoint.stop` waits for the serving thread once the jobs have ended.
@@ -56,6 +59,15 @@ class LocalEndpoint:
     (:mod:`airflow_hetero.local.batch`; any client may create more); ``batch_requeue_delay`` is the
     seconds a job requeued after a CapacityError waits, ``batch_poll_interval`` how often the queue looks
     at its training jobs. Requests from web pages and for other ``Host`` names are refused (see
+    Managed spot jobs (``EnableManagedSpotTraining``) are interrupted on demand (:meth:`interrupt`;
+    another process: :func:`~.spot_control.interrupt_job`), after ``spot_interrupt_after`` seconds of
+    training (one number, or one per run for several interruptions), and at random with
+    ``spot_interrupt_probability`` every ``spot_interrupt_interval`` seconds of training (seeded by
+    ``seed`` and the job's name); an interrupted job waits ``spot_restart_delay`` seconds, then restarts
+    every host. ``spot_saving`` is the stand-in discount of their BillableTimeInSeconds (not a price:
+    :data:`~airflow_hetero.sagemaker_facts.STAND_IN_SPOT_SAVING` unless told); each host's
+    ``CheckpointConfig.LocalPath`` is copied to ``S3Uri`` every ``checkpoint_sync_interval`` seconds.
+    Requests from web pages and for other ``Host`` names are refused (see
     :class:`airflow_hetero.local.api.app.RequestGuard`).
     """
 
@@ -78,6 +90,12 @@ class LocalEndpoint:
         batch_queues: Mapping[str, int] | None = None,
         batch_requeue_delay: float = 5.0,
         batch_poll_interval: float = 0.2,
+        spot_interrupt_after: float | Iterable[float] | None = None,
+        spot_interrupt_probability: float = 0.0,
+        spot_interrupt_interval: float = 10.0,
+        spot_restart_delay: float = 1.0,
+        spot_saving: float = STAND_IN_SPOT_SAVING,
+        checkpoint_sync_interval: float = 1.0,
     ) -> None:
         self._workdir_arg = Path(workdir) if workdir is not None else None
         self._port = port
@@ -92,6 +110,15 @@ class LocalEndpoint:
             max_hosts=max_hosts,
             max_source_bytes=max_source_bytes,
             max_channel_bytes=max_channel_bytes,
+            spot=SpotOptions(  # ValueError here when one is out of range
+                interrupt_after=interrupt_after(spot_interrupt_after),
+                interrupt_probability=spot_interrupt_probability,
+                interrupt_interval=spot_interrupt_interval,
+                restart_delay=spot_restart_delay,
+                saving=spot_saving,
+                seed=seed,
+                checkpoint_sync_interval=checkpoint_sync_interval,
+            ),
         )
         self.capacity = CapacityLedger(capacity=capacity, quota=quota)
         """Instances of each type that can run at once and the account quota (ValueError above when bad)."""
@@ -190,6 +217,19 @@ class LocalEndpoint:
         """``capacity``, ``quota`` (the types limited), ``running`` and ``utilization`` (instances in use
         against each)."""
         return self.capacity.state()
+
+    # -- spot ----------------------------------------------------------------------------------
+    def interrupt(self, job_name: str) -> dict[str, Any]:
+        """Interrupt running spot job ``job_name`` now, as EC2 taking its capacity back: every host is
+        stopped, the job goes Interrupted, then restarts. ``{"TrainingJobName", "SecondaryStatus"}`` (the
+        status it had); ``ValueError`` when the job is unknown, not managed spot or not InProgress."""
+        if self.service is None:
+            raise RuntimeError("LocalEndpoint is not started")
+        try:
+            answered: dict[str, Any] = self.service.interrupt(job_name)
+        except ServiceError as err:
+            raise ValueError(err.message) from None
+        return answered
 
     # -- addresses -----------------------------------------------------------------------------
     @property
