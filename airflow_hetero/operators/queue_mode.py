@@ -86,7 +86,8 @@ class QueueModeMixin:
         """Resume after a deferral of queue mode (the queue's trigger or the attempt's training-job trigger)."""
         from airflow_hetero.operators.queue_steps import QueueRun
 
-        return QueueRun(self, context).resume(event, service_job_id or str(event.get("service_job_id")), stage)
+        job_id = service_job_id or str(event.get("service_job_id"))  # dag.test() resumes without the kwargs
+        return QueueRun(self, context).resume(event, job_id, str(event.get("stage") or stage))
 
     def terminate_queued(self, reason: str) -> bool:
         """Terminate the service job this task submitted or re-attached to (on_kill); False without one."""

@@ -227,6 +227,8 @@ class QueueRun:
         self.op.service_job_id = None
         latest = latest_training_job(service)
         training = hook.find_training_job(latest) if latest else None
+        if training is not None:  # the summary of a failed job too reads it
+            self.context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=training.get("TrainingJobName"))
         if service.get("status") != "SUCCEEDED" or training is None:
             reason = (training or {}).get("FailureReason") or service.get("statusReason")
             raise TrainingJobFailedError(

@@ -114,6 +114,7 @@ class HeteroServiceJobTrigger(_BatchSettings, BaseTrigger):
         answer = answer or {}
         payload: dict[str, Any] = {
             "status": status,
+            "stage": "queue",
             "service_job_id": self.job_id,
             "job_status": answer.get("status"),
             "status_reason": answer.get("statusReason"),
@@ -187,6 +188,13 @@ class HeteroQueuedTrainingTrigger(_BatchSettings, HeteroTrainingTrigger):
         """The training-job trigger's kwargs and the service job's id."""
         _, kwargs = super().serialize()
         return QUEUED_TRAINING_CLASS_PATH, {**kwargs, "service_job_id": self.service_job_id}
+
+    def _event(self, status: str, describe: dict[str, Any] | None, message: str | None = None) -> TriggerEvent:
+        """The training-job trigger's event, saying which service job it belongs to (``dag.test()`` resumes
+        without the deferral's kwargs)."""
+        event = super()._event(status, describe, message)
+        event.payload.update(stage="training", service_job_id=self.service_job_id)
+        return event
 
     async def on_kill(self) -> None:
         """Terminate the service job (not only its training job)."""
