@@ -50,6 +50,12 @@ class BatchOptions:
     poll_interval: float = 0.2
     """How often the scheduling thread looks at the training jobs and the queues when nothing wakes it."""
 
+    def __post_init__(self) -> None:
+        if not self.requeue_delay >= 0:
+            raise ValueError(f"batch_requeue_delay must be 0 seconds or more, got {self.requeue_delay}")
+        if not self.poll_interval > 0:  # 0 would spin the scheduling thread
+            raise ValueError(f"batch_poll_interval must be above 0 seconds, got {self.poll_interval}")
+
 
 class BatchBackend:
     """Service environments, job queues, fair-share policies and service jobs, run on the endpoint's training jobs."""
