@@ -22,7 +22,7 @@ from typing import Any
 
 from airflow_hetero import sagemaker_facts as facts
 from airflow_hetero.local.batch import lifecycle, scheduler
-from airflow_hetero.local.batch.exceptions import not_found, refused
+from airflow_hetero.local.batch.exceptions import ClientException, not_found, refused
 from airflow_hetero.local.batch.lifecycle import ACTIVE, Timing, TrainingJobs
 from airflow_hetero.local.batch.models import (
     JobQueue,
@@ -236,7 +236,7 @@ class BatchBackend:
         for queue in self.store.queues.values():
             if ref in (queue.arn, queue.name):
                 return queue
-        raise not_found("Job queue", ref)
+        raise ClientException(facts.BATCH_QUEUE_NOT_FOUND.format(queue=ref))
 
     def create_job_queue(self, body: dict[str, Any], region: str) -> dict[str, Any]:
         with self._lock:
