@@ -32,8 +32,10 @@ class ServiceTrainingJobs:
             raise TrainingRefused(err.code, err.message) from None
 
     def describe(self, name: str) -> dict[str, Any] | None:
-        record = self.service.store.get(name)
-        return None if record is None else {k: v for k, v in record.items() if not k.startswith("_")}
+        try:
+            return self.service.describe({"TrainingJobName": name})  # what DescribeTrainingJob answers
+        except ServiceError:  # Requested resource not found
+            return None
 
     def stop(self, name: str) -> None:
         with contextlib.suppress(ServiceError):  # already ended (or ending): nothing to stop
