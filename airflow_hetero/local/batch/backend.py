@@ -76,7 +76,10 @@ class BatchBackend:
         self._wake = threading.Condition(self._lock)
         self._stopping = False
         self._thread: threading.Thread | None = None
-        self._positions: dict[str, tuple[int, int]] = {}
+        self._positions: dict[str, tuple[tuple[int, int | None], int]] = {}
+        """Job id -> ((its place at the front, since when it is RUNNABLE), since when it holds that place: ms).
+        GetJobQueueSnapshot sees places only when asked: a job first seen since it became RUNNABLE holds its
+        place since then, a job seen moving up since the snapshot that saw it there."""
 
     # -- the thread ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -412,11 +415,17 @@ class BatchBackend:
             front = scheduler.queue_order(view)[: facts.BATCH_SNAPSHOT_FRONT_JOBS]
             jobs = []
             for position, job in enumerate(front):
+                place = (position, job.runnable_since)  # a job requeued to the same place got there anew
                 seen = self._positions.get(job.job_id)
-                if seen is None or seen[0] != position:
-                    seen = (position, timing.now)
+                if seen is None or seen[0] != place:
+                    anew = seen is None or seen[0][1] != job.runnable_since  # first seen since it became RUNNABLE
+                    seen = (place, job.runnable_since if anew and job.runnable_since is not None else timing.now)
                     self._positions[job.job_id] = seen
                 jobs.append({"jobArn": job.job_arn, "earliestTimeAtPosition": seen[1]})
+            at_front = {job.job_id for job in front}
+            for job in self.store.jobs.values():  # forget the places of this queue's jobs no longer at the front
+                if job.queue_arn == queue.arn and job.job_id not in at_front:
+                    self._positions.pop(job.job_id, None)
             held = [j for j in self.store.jobs.values() if j.queue_arn == queue.arn and j.status in ACTIVE]
             usage = {"capacityUnit": facts.BATCH_CAPACITY_UNIT, "quantity": float(sum(j.instances for j in held))}
             utilization: dict[str, Any] = {"totalCapacityUsage": [usage], "lastUpdatedAt": timing.now}
