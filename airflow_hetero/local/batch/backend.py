@@ -205,11 +205,7 @@ class BatchBackend:
         with self._lock:
             refs = body.get("serviceEnvironments")
             envs = [e for e in self.store.environments.values() if not refs or e.arn in refs or e.name in refs]
-            page, token = _page(envs, body)
-            answer: dict[str, Any] = {"serviceEnvironments": [e.describe() for e in page]}
-            if token:
-                answer["nextToken"] = token
-            return answer
+            return _paged("serviceEnvironments", [e.describe() for e in envs], body)
 
     def update_service_environment(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -270,11 +266,7 @@ class BatchBackend:
         with self._lock:
             refs = body.get("jobQueues")
             queues = [q for q in self.store.queues.values() if not refs or q.arn in refs or q.name in refs]
-            page, token = _page(queues, body)
-            answer: dict[str, Any] = {"jobQueues": [q.describe() for q in page]}
-            if token:
-                answer["nextToken"] = token
-            return answer
+            return _paged("jobQueues", [q.describe() for q in queues], body)
 
     def create_scheduling_policy(self, body: dict[str, Any], region: str) -> dict[str, Any]:
         with self._lock:
@@ -397,11 +389,7 @@ class BatchBackend:
             for item in filters:
                 jobs = [j for j in jobs if _matches(j, item["name"], item["values"])]
             jobs.sort(key=lambda j: (j.created_at, j.seq), reverse=True)
-            page, token = _page(jobs, body)
-            answer: dict[str, Any] = {"jobSummaryList": [j.summary() for j in page]}
-            if token:
-                answer["nextToken"] = token
-            return answer
+            return _paged("jobSummaryList", [j.summary() for j in jobs], body)
 
     def get_job_queue_snapshot(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -465,14 +453,16 @@ def _matches(job: ServiceJob, name: str, values: list[str]) -> bool:
     return any(job.created_at > b for b in bounds)
 
 
-def _page(items: list[Any], body: dict[str, Any]) -> tuple[list[Any], str | None]:
-    """One page of ``items`` from ``nextToken`` (an opaque offset), ``maxResults`` (default 100) long."""
+def _paged(key: str, items: list[dict[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
+    """``{key: one page of items}`` from ``nextToken`` (an opaque offset), ``maxResults`` (default 100) long,
+    with the ``nextToken`` of the next page when there is one."""
     token = body.get("nextToken")
     try:
         offset = int(base64.urlsafe_b64decode(str(token).encode()).decode()) if token else 0
     except ValueError:
         raise refused("Invalid nextToken") from None
     size = int(body.get("maxResults") or facts.BATCH_LIST_MAX_RESULTS)
-    page = items[offset : offset + size]
-    more = offset + size < len(items)
-    return page, base64.urlsafe_b64encode(str(offset + size).encode()).decode() if more else None
+    answer: dict[str, Any] = {key: items[offset : offset + size]}
+    if offset + size < len(items):
+        answer["nextToken"] = base64.urlsafe_b64encode(str(offset + size).encode()).decode()
+    return answer
