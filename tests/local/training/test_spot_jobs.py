@@ -23,6 +23,9 @@ from support.service_model import check_answer
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.api.spot_control import INTERRUPT_PATH, interrupt_job
 from airflow_hetero.local.training.spot import SpotOptions, SpotSchedule, billable_seconds
+from airflow_hetero.logs.summarize import summarize_training_job
+from airflow_hetero.logs.table import format_table
+from airflow_hetero.pricing.price_list import Price
 from airflow_hetero.sagemaker_facts import (
     MAX_WAIT_EXCEEDED_MESSAGE,
     SPOT_INTERRUPTED_MESSAGE,
@@ -143,6 +146,21 @@ def test_a_job_interrupted_twice_on_demand_restarts_every_host_from_its_checkpoi
     assert trained <= round(done["TrainingEndTime"].timestamp() - done["TrainingStartTime"].timestamp())
     assert done["BillableTimeInSeconds"] == max(1, round(trained * (1 - STAND_IN_SPOT_SAVING))) < trained
     check_answer("DescribeTrainingJob", done)
+    # the summary, its cost and verdict show each group's saving: count x (training - billable) seconds
+    prices = {t: Price(t, 1.0 + i, "USD", "override") for i, (_, t, _) in enumerate(GROUPS)}
+    summary = summarize_training_job(
+        name,
+        logs_client=endpoint.client("logs"),
+        cloudwatch_client=endpoint.client("cloudwatch"),
+        sagemaker_client=sm,
+        prices=prices,
+    )
+    unbilled = trained - done["BillableTimeInSeconds"]
+    for group, instance_type, count in GROUPS:
+        assert summary["groups"][group]["spot_saved_instance_seconds"] == count * unbilled
+        saving = summary["cost"]["groups"][group]["spot_saving"]
+        assert saving == round(count * unbilled * prices[instance_type].per_hour / 3600, 4)
+    assert "spot saving" in format_table(summary)
 
 
 def test_seeded_random_interruptions_restart_the_job_until_it_completes(
