@@ -115,9 +115,38 @@ def _add_serve(subparsers: Any) -> argparse.ArgumentParser:
         metavar="TYPE=N,...",
         help="the account quota of each type (default: unlimited); a create beyond it answers ResourceLimitExceeded",
     )
+    serve.add_argument(
+        "--batch-queue",
+        type=_batch_queue,
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="create an AWS Batch service environment NAME-env of N instances and a SAGEMAKER_TRAINING job queue "
+        "NAME over it, for service jobs (repeatable; kept in the workdir)",
+    )
+    serve.add_argument(
+        "--batch-requeue-delay",
+        type=float,
+        default=5.0,
+        help="seconds a service job requeued after a CapacityError waits before it is admitted again (default 5)",
+    )
     _add_spot(serve)
     serve.set_defaults(handler=serve_command)
     return serve
+
+
+def _batch_queue(text: str) -> tuple[str, int]:
+    """argparse ``type=`` of ``--batch-queue``: ``NAME=N``, N a whole number of instances >= 1."""
+    name, sep, count = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"'{text}' is not NAME=N (e.g. gpu-queue=4)")
+    try:
+        size = int(count)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"{name.strip()}: N must be a whole number of instances >= 1, not '{count}'")
+    return name.strip(), size
 
 
 def _add_spot(serve: argparse.ArgumentParser) -> None:
@@ -212,9 +241,27 @@ def describe_endpoint(endpoint: Any, out: TextIO) -> None:
     if state["capacity"] or state["quota"]:
         example = '{"capacity": {"TYPE": N}}'
         out.write(f"change it while serving: curl -d '{example}' {endpoint.url}{CAPACITY_PATH}\n\n")
+    describe_batch(endpoint, out)
     out.write(f'interrupt a spot job: curl -d \'{{"TrainingJobName": "NAME"}}\' {endpoint.url}{INTERRUPT_PATH}\n\n')
     out.write("Press Ctrl-C to stop (running jobs are stopped and marked Failed).\n")
     out.flush()
+
+
+def describe_batch(endpoint: Any, out: TextIO) -> None:
+    """Say which AWS Batch queues serve service jobs, or how to make one."""
+    if endpoint.batch_setup:
+        out.write("AWS Batch service jobs (docs/queue.md):\n")
+        for line in endpoint.batch_setup:
+            out.write(f"  {line}\n")
+        out.write("\n")
+        return
+    out.write(
+        "AWS Batch service jobs (docs/queue.md): no job queue yet; restart with --batch-queue NAME=N, or create one:\n"
+        "  aws batch create-service-environment --service-environment-name gpu-env "
+        "--service-environment-type SAGEMAKER_TRAINING --capacity-limits maxCapacity=4,capacityUnit=NUM_INSTANCES\n"
+        "  aws batch create-job-queue --job-queue-name gpu-queue --priority 1 --job-queue-type SAGEMAKER_TRAINING "
+        "--service-environment-order order=1,serviceEnvironment=gpu-env\n\n"
+    )
 
 
 def report_recovery(service: Any, out: TextIO) -> None:
@@ -244,6 +291,8 @@ def _endpoint(args: argparse.Namespace) -> Any:
         stop_grace=args.stop_grace,
         capacity=_merged(args.capacity),
         quota=_merged(args.quota),
+        batch_queues=dict(args.batch_queue),
+        batch_requeue_delay=args.batch_requeue_delay,
         spot_interrupt_after=args.spot_interrupt_after,
         spot_interrupt_probability=args.spot_interrupt_probability,
         spot_interrupt_interval=args.spot_interrupt_interval,

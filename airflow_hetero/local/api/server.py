@@ -17,7 +17,7 @@ import json
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -54,6 +54,11 @@ class LocalEndpoint:
     that can run at once (a job beyond fails with SageMaker's ``CapacityError``) and the account quota
     (a create beyond answers ``ResourceLimitExceeded``); change them while it runs with
     :meth:`set_capacity` / :meth:`set_quota` (another process: :func:`~.control.change_capacity`).
+    ``batch_queues`` (queue name -> instances): an AWS Batch service environment ``NAME-env`` of that
+    many instances and a SAGEMAKER_TRAINING job queue ``NAME`` over it, for service jobs
+    (:mod:`airflow_hetero.local.batch`; any client may create more); ``batch_requeue_delay`` is the
+    seconds a job requeued after a CapacityError waits, ``batch_poll_interval`` how often the queue looks
+    at its training jobs. Requests from web pages and for other ``Host`` names are refused (see
     Managed spot jobs (``EnableManagedSpotTraining``) are interrupted on demand (:meth:`interrupt`;
     another process: :func:`~.spot_control.interrupt_job`), after ``spot_interrupt_after`` seconds of
     training (one number, or one per run for several interruptions), and at random with
@@ -82,6 +87,9 @@ class LocalEndpoint:
         max_channel_bytes: int = 8 << 30,
         capacity: Limits | None = None,
         quota: Limits | None = None,
+        batch_queues: Mapping[str, int] | None = None,
+        batch_requeue_delay: float = 5.0,
+        batch_poll_interval: float = 0.2,
         spot_interrupt_after: float | Iterable[float] | None = None,
         spot_interrupt_probability: float = 0.0,
         spot_interrupt_interval: float = 10.0,
@@ -114,10 +122,17 @@ class LocalEndpoint:
         )
         self.capacity = CapacityLedger(capacity=capacity, quota=quota)
         """Instances of each type that can run at once and the account quota (ValueError above when bad)."""
+        self.batch_queues = dict(batch_queues or {})
+        self.batch_requeue_delay = batch_requeue_delay
+        self.batch_poll_interval = batch_poll_interval
         self._workdir: Path | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.service: Any = None
+        self.batch: Any = None
+        """The offline queue (:class:`~airflow_hetero.local.batch.backend.BatchBackend`) once started."""
+        self.batch_setup: list[str] = []
+        """What ``batch_queues`` made, one line each."""
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> LocalEndpoint:
@@ -128,7 +143,10 @@ class LocalEndpoint:
             from werkzeug.serving import make_server
 
             from airflow_hetero.local.api.app import BodyLimit, EndpointApp, RequestGuard, moto_app
+            from airflow_hetero.local.api.batch_bridge import ServiceTrainingJobs, ensure_queues
             from airflow_hetero.local.api.service import TrainingService
+            from airflow_hetero.local.batch.backend import BatchBackend, BatchOptions
+            from airflow_hetero.local.batch.responses import BatchResponses
 
             fallback = moto_app()
         except ImportError as exc:
@@ -140,10 +158,15 @@ class LocalEndpoint:
             self._workdir = self._workdir_arg
             self._workdir.mkdir(parents=True, exist_ok=True)
         self.service = TrainingService(self._workdir, seed=self.seed, options=self.options, capacity=self.capacity)
-        app = RequestGuard(BodyLimit(EndpointApp(self.service, fallback), self.max_request_bytes), self.host)
+        batch_options = BatchOptions(requeue_delay=self.batch_requeue_delay, poll_interval=self.batch_poll_interval)
+        self.batch = BatchBackend(self._workdir, ServiceTrainingJobs(self.service), batch_options)
+        self.batch_setup = ensure_queues(self.batch, self.batch_queues, self.region)
+        endpoint_app = EndpointApp(self.service, fallback, BatchResponses(self.batch))
+        app = RequestGuard(BodyLimit(endpoint_app, self.max_request_bytes), self.host)
         self._server = make_server(self.host, self._port, app, threaded=True, request_handler=_QuietHandler())
         app.bind(self.port)
         self.service.attach(self.url)
+        self.batch.start()
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-endpoint", daemon=True)
         self._thread.start()
         return self
@@ -157,6 +180,7 @@ class LocalEndpoint:
         if self._server is None:
             return
         try:
+            self.batch.stop()  # no attempt starts while the training jobs are ended
             self.service.shutdown()
         finally:
             server, self._server = self._server, None
