@@ -132,8 +132,13 @@ class BatchBackend:
             if job.status_reason != facts.BATCH_MISCONFIGURATION_REASON:
                 job.status_reason = facts.BATCH_MISCONFIGURATION_REASON
                 self.store.save_job(job)
+        misconfigured = {j.job_id for j in plan.misconfigured}
         for view in views:
             for job in view.runnable:
+                grew = job.status == "RUNNABLE" and job.job_id not in misconfigured  # its environment grew
+                if grew and job.status_reason == facts.BATCH_MISCONFIGURATION_REASON:
+                    job.status_reason = None
+                    self.store.save_job(job)
                 self._time_limits(job, view.queue, job.job_id in waiting, timing)
 
     def _view(self, queue: JobQueue, timing: Timing) -> scheduler.QueueView:
@@ -144,7 +149,8 @@ class BatchBackend:
         if policy is not None:
             window = (policy.share_decay_seconds or DEFAULT_SHARE_DECAY_SECONDS) * 1000
             for job in jobs:
-                recent = [a for a in job.attempt_list() if timing.now - a.started_at <= window]
+                # attempts requeued after a CapacityError never held the capacity: they weigh nothing
+                recent = [a for a in job.attempt_list() if a.counted and timing.now - a.started_at <= window]
                 usage[job.share_identifier or ""] += job.instances * len(recent)
         return scheduler.QueueView(queue, sorted(runnable, key=lambda j: j.seq), policy, usage)
 
@@ -189,7 +195,7 @@ class BatchBackend:
     def describe_service_environments(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             refs = body.get("serviceEnvironments")
-            envs = [self._environment(r) for r in refs] if refs else list(self.store.environments.values())
+            envs = [e for e in self.store.environments.values() if not refs or e.arn in refs or e.name in refs]
             page, token = _page(envs, body)
             answer: dict[str, Any] = {"serviceEnvironments": [e.describe() for e in page]}
             if token:

@@ -114,7 +114,7 @@ def _end_attempt(job: ServiceJob, attempt: Attempt, record: dict[str, Any], timi
     attempt.counted = not capacity
     job.set_latest(attempt)
     job.environment = None
-    if job.started_at is None:
+    if job.started_at is None and record.get("TrainingStartTime") is not None:  # it ran, however briefly
         job.started_at = attempt.started_at
     if status == "Completed":
         _final(job, "SUCCEEDED", reason, timing)

@@ -37,8 +37,7 @@ class JobExists(Exception):
         self.arn = arn
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` to ``path`` atomically (temp file + rename): a crash never leaves half a file."""
+def _write_json(path: Path, data: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -47,6 +46,12 @@ def write_json(path: Path, data: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` to ``path`` atomically (temp file + rename): a crash never leaves half a file
+    (the offline queue's store writes its files so too)."""
+    _write_json(path, data)
 
 
 def add_transition(record: dict[str, Any], status: str, message: str, now: float | None = None) -> None:
@@ -130,7 +135,7 @@ class JobStore:
             job_dir = self.job_dir(name)
             try:
                 job_dir.mkdir(parents=True, exist_ok=True)
-                write_json(job_dir / RECORD_FILE, record)
+                _write_json(job_dir / RECORD_FILE, record)
             except OSError:
                 shutil.rmtree(job_dir, ignore_errors=True)
                 raise
@@ -152,7 +157,7 @@ class JobStore:
             record = self._records[self.key(name)]
             change(record)
             try:
-                write_json(self.job_dir(name) / RECORD_FILE, record)
+                _write_json(self.job_dir(name) / RECORD_FILE, record)
             except OSError as exc:
                 log.warning("could not write the record of %s (kept in memory): %s", name, exc)
             return copy.deepcopy(record)
@@ -164,7 +169,7 @@ class JobStore:
 
     def save_hosts(self, name: str, hosts: list[dict[str, Any]]) -> None:
         """Persist the per-host runtime facts (pids, addresses, dirs) the endpoint needs after a restart."""
-        write_json(self.job_dir(name) / HOSTS_FILE, hosts)
+        _write_json(self.job_dir(name) / HOSTS_FILE, hosts)
 
     def load_hosts(self, name: str) -> list[dict[str, Any]]:
         """The per-host facts saved by :meth:`save_hosts` (empty when the job never started hosts)."""

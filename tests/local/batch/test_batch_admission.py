@@ -10,7 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.batch_jobs import gated_payload, make_queue, peak_instances, release, submit, training_name, wait_status
+from support.batch_jobs import (
+    gated_payload,
+    make_queue,
+    peak_instances,
+    release,
+    submit,
+    training_name,
+    until,
+    wait_status,
+)
 
 from airflow_hetero import sagemaker_facts as facts
 from airflow_hetero.local import LocalEndpoint
@@ -43,7 +52,8 @@ def test_fifo_admission_sums_instance_groups_and_never_exceeds_capacity(
         )
     wait_status(batch, ids["fa"], "RUNNING")
     # fa holds 3 of 4: fb (2) waits at the head, and fc (1) waits behind it (no back-filling)
-    assert _statuses(batch, ids) == {"fa": "RUNNING", "fb": "RUNNABLE", "fc": "RUNNABLE", "fd": "RUNNABLE"}
+    expected = {"fa": "RUNNING", "fb": "RUNNABLE", "fc": "RUNNABLE", "fd": "RUNNABLE"}
+    until(lambda: _statuses(batch, ids) == expected, f"{expected}")  # an admitted job never goes back to RUNNABLE
     snapshot = batch.get_job_queue_snapshot(jobQueue="fifo")
     assert [j["jobArn"].rpartition("/")[2] for j in snapshot["frontOfQueue"]["jobs"]] == [
         ids["fb"],
@@ -94,6 +104,8 @@ def test_fair_share_then_priority_order(batch: Any, s3: Any, tmp_path: Path) -> 
         payload = gated_payload(s3, tmp_path, name)
         ids[name] = submit(batch, "fair", f"fair-{name}", payload, shareIdentifier=share, schedulingPriority=priority)
     batch.update_service_job(jobId=ids["a1"], schedulingPriority=9999)  # now first within share a
+    for name in ("a1", "a2", "b1"):
+        wait_status(batch, ids[name], "RUNNABLE")  # the snapshot lists RUNNABLE jobs (not SUBMITTED ones)
     front = batch.get_job_queue_snapshot(jobQueue="fair")["frontOfQueue"]["jobs"]
     # share a has used the capacity (x), b not: b1 goes first; within a, the highest priority
     assert [j["jobArn"].rpartition("/")[2] for j in front] == [ids["b1"], ids["a1"], ids["a2"]]
@@ -126,5 +138,10 @@ def test_a_job_larger_than_the_environment_stays_runnable_and_does_not_block(
     assert described["attempts"] == []
     release(tmp_path, "fits")
     wait_status(batch, small, "SUCCEEDED")
-    batch.terminate_service_job(jobId=big, reason="never fits")
-    assert wait_status(batch, big, "FAILED")["statusReason"] == "never fits"
+    batch.update_service_environment(
+        serviceEnvironment="small-env", capacityLimits=[{"maxCapacity": 3, "capacityUnit": "NUM_INSTANCES"}]
+    )  # now it fits: admitted, the reason gone
+    running = wait_status(batch, big, "RUNNING")
+    assert "statusReason" not in running or running["statusReason"] != facts.BATCH_MISCONFIGURATION_REASON
+    batch.terminate_service_job(jobId=big, reason="not needed after all")
+    assert wait_status(batch, big, "FAILED")["statusReason"] == "not needed after all"

@@ -102,7 +102,7 @@ def test_terminate_while_runnable_creates_no_training_job_and_while_running_stop
     running = submit(batch, "term", "term-running", gated_payload(s3, tmp_path, "trun"))
     waiting = submit(batch, "term", "term-waiting", gated_payload(s3, tmp_path, "twait"))
     wait_status(batch, running, "RUNNING")
-    assert batch.describe_service_job(jobId=waiting)["status"] == "RUNNABLE"
+    wait_status(batch, waiting, "RUNNABLE")
     batch.terminate_service_job(jobId=waiting, reason="cleared by the test")
     gone = batch.describe_service_job(jobId=waiting)
     assert (gone["status"], gone["statusReason"], gone["isTerminated"]) == ("FAILED", "cleared by the test", True)

@@ -30,7 +30,7 @@ def test_queues_and_jobs_survive_a_restart(tmp_path: Path) -> None:
         running = submit(batch, "rq", "r-running", gated_payload(s3, gate, "rrun"))
         waiting = submit(batch, "rq", "r-waiting", gated_payload(s3, gate, "rwait"))
         wait_status(batch, running, "RUNNING")
-        assert batch.describe_service_job(jobId=waiting)["status"] == "RUNNABLE"
+        wait_status(batch, waiting, "RUNNABLE")
         payload = gated_payload(s3, gate, "rwait")
     # the endpoint went away while r-running ran: its training job ended Failed, r-waiting never started
 
