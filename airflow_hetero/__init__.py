@@ -53,10 +53,10 @@ def get_provider_info() -> dict[str, Any]:
         "integrations": [
             {"integration-name": INTEGRATION, "external-doc-url": AWS_GUIDE, "tags": ["aws"]},
         ],
-        "hooks": modules("airflow_hetero.hooks.training"),
+        "hooks": modules("airflow_hetero.hooks.training", "airflow_hetero.hooks.batch"),
         "operators": modules("airflow_hetero.operators.training", "airflow_hetero.operators.log_summary"),
         "sensors": modules("airflow_hetero.sensors.training"),
-        "triggers": modules("airflow_hetero.triggers.training"),
+        "triggers": modules("airflow_hetero.triggers.training", "airflow_hetero.triggers.queue"),
         "extra-links": [
             "airflow_hetero.links.training.SageMakerTrainingJobLink",
             "airflow_hetero.links.training.TrainingJobLogsLink",

@@ -484,3 +484,21 @@ def test_a_job_its_queue_can_never_run_is_terminated_and_fails_naming_batchs_rea
     with pytest.raises(AirflowFailException) as err:
         op.execute({"ti": ti()})  # type: ignore[arg-type]
     assert str(err.value) == f"Service job {name} can never run in job queue {QUEUE_ARN}: {reason}; it was terminated"
+
+
+def test_a_budget_counts_every_attempt_of_the_task_instances_earlier_service_jobs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    op = operator(max_cost=10, prices={"ml.c5.xlarge": 1.0, "ml.p3.2xlarge": 3.0}, use_pricing_api=False)
+    s = Stubs(op, monkeypatch)
+    first, second = name_for(0), name_for(1)
+    with s.b, s.s:
+        s.list_by_name(first, [service_job(first, "FAILED", attempts=1, statusReason="earlier")])
+        s.training(training_name(first), "Failed", FailureReason="AlgorithmError", BillableTimeInSeconds=3600)
+        s.list_by_name(second, [])
+        s.submit(second)
+        s.describe(service_job(second, "SUBMITTED"))
+        op.wait_for_completion = False
+        op.execute({"ti": ti()})  # type: ignore[arg-type]
+    # 2 x 1.0 + 1 x 3.0 = 5.0 an hour: the earlier attempt's hour left 5.0 of 10, an hour less the stop window
+    assert s.payload["StoppingCondition"]["MaxRuntimeInSeconds"] <= 3600
