@@ -58,10 +58,10 @@ def test_provider_info_lists_every_part_and_a_documentation_url() -> None:
         for kind in ("hooks", "operators", "sensors", "triggers")
     }
     assert modules == {
-        "hooks": ["airflow_hetero.hooks.training"],
+        "hooks": ["airflow_hetero.hooks.training", "airflow_hetero.hooks.batch"],
         "operators": ["airflow_hetero.operators.training", "airflow_hetero.operators.log_summary"],
         "sensors": ["airflow_hetero.sensors.training"],
-        "triggers": ["airflow_hetero.triggers.training"],
+        "triggers": ["airflow_hetero.triggers.training", "airflow_hetero.triggers.queue"],
     }
     for names in modules.values():
         for name in names:
