@@ -39,6 +39,7 @@ __all__ = [
     "Decision",
     "GroupDecision",
     "decide",
+    "next_run_lines",
     "record_of_summary",
     "signal_of",
 ]
@@ -102,6 +103,24 @@ class Decision:
         return [head, *(f"  {g.line()}" for g in self.groups)]
 
 
+def next_run_lines(state: Mapping[str, Any]) -> list[str]:
+    """A decision kept as plain JSON (XCom), as the task log and the Instance groups view say it: what the
+    next run uses, then one line per group."""
+    counts = ", ".join(f"{g}={n}" for g, n in (state.get("counts") or {}).items())
+    recommended = ", ".join(f"{g}={n}" for g, n in (state.get("recommended") or {}).items())
+    head = f"Right-sizing ({state.get('mode')}, objective {state.get('objective')}): the next run uses {counts}"
+    if recommended != counts:
+        head += f"; recommended: {recommended}"
+    lines = [head + f" ({state.get('evidence')} run(s) of evidence)"]
+    if state.get("reset"):
+        lines.append(f"  evidence reset: {state['reset']}")
+    for g in state.get("groups") or []:
+        decision = GroupDecision(**{k: g[k] for k in ("group", "action", "count", "next_count", "reason")})
+        decision.figures = dict(g.get("figures") or {})
+        lines.append(f"  {decision.line()}")
+    return lines
+
+
 def record_of_summary(
     summary: Mapping[str, Any], decision: Mapping[str, Any] | None, run_id: str | None
 ) -> dict[str, Any]:
@@ -121,8 +140,9 @@ def record_of_summary(
     mine = _map(decision)
     asked = dict(_map(mine.get("counts")))
     suggestion = _map(verdict.get("suggestion"))
-    seconds = summary.get("billable_seconds") or summary.get("training_seconds")
-    seconds = seconds or _map(summary.get("training_window")).get("seconds")
+    # the training window's length (to the fraction of a second: billable seconds are whole) is the run's
+    seconds = _map(summary.get("training_window")).get("seconds")
+    seconds = seconds or summary.get("training_seconds") or summary.get("billable_seconds")
     return {
         "run_id": run_id,
         "job_name": summary.get("training_job_name"),
