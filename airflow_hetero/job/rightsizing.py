@@ -39,6 +39,7 @@ __all__ = [
     "Decision",
     "GroupDecision",
     "decide",
+    "decide_again",
     "next_run_lines",
     "record_of_summary",
     "signal_of",
@@ -402,4 +403,26 @@ def decide(
         reset=reset or why,
         history=kept,
         blocked=ctx.blocked,
+    )
+
+
+def decide_again(
+    state: Mapping[str, Any], policy: RightSizing, written: Mapping[str, int], *, max_cost: float | None = None
+) -> Decision:
+    """The decision for the next run from a decision kept as plain JSON (a training task's or a summary's
+    ``rightsizing`` XCom: its evidence, the counts it chose, the counts it undid, its prices), with ``policy``
+    and the job's ``written`` counts: what ``airflow-hetero render --rightsizing-history`` shows. The
+    fingerprints were compared when the evidence was gathered; ``max_cost`` (None: the state's) weighs it."""
+    counts = {g: int(written[g]) for g in policy.groups}
+    if policy.mode == "apply":
+        counts.update({g: int(n) for g, n in _map(state.get("counts")).items() if g in counts})
+    budget = state.get("max_cost") if max_cost is None else max_cost
+    return decide(
+        policy,
+        counts,
+        list(state.get("history") or []),
+        fingerprint=None,
+        prices=dict(_map(state.get("prices"))),
+        max_cost=float(budget) if isinstance(budget, int | float) else None,
+        blocked={g: list(v) for g, v in _map(state.get("blocked")).items()},
     )

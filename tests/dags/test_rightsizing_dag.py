@@ -8,8 +8,9 @@ for its own work's share of it (at most ``duty``, a quarter of a core: the endpo
 machine's cores, and the verdict's thresholds below are the defaults scaled by the same quarter). So the
 utilisation the summary reads from the endpoint's CloudWatch really follows the data group's count:
 
-* ``starved``: prep 5 x train. 1 data host: trainer 20% of its quarter, waiting; 2: 40%, waiting; 4: 80%,
-  busy. The task grows the data group 1 -> 2 -> 4 (one step at most doubles) and stops there.
+* ``starved``: prep 6 x train. 1 data host: trainer 17% of its quarter, waiting; 2: 33%, waiting; 4: 67%,
+  busy. The task grows the data group 1 -> 2 -> 4 (one step at most doubles; on a busy machine the verdict
+  may find 3 enough) and stops there.
 * ``over``: prep = train, 4 data hosts each busy a quarter of the time: over-provisioned; 2 would do. The
   task shrinks 4 -> 2 and stays.
 """
@@ -67,7 +68,7 @@ DAG_FILE = textwrap.dedent(
     QUARTER = 0.25  # of a core: the hosts' duty, and the scale of the verdict's thresholds
     THRESHOLDS = {{
         "busy_percent": 18, "waiting_percent": 15, "idle_percent": 2.5,
-        "over_provisioned_percent": 12.5, "target_percent": 18.75,
+        "over_provisioned_percent": 12.5, "target_percent": 20,
     }}
     ONE_CORE = {{"ml.c5.xlarge": {{"cpus": 1}}, "ml.g5.xlarge": {{"cpus": 1, "gpus": 1}}}}
 
@@ -91,7 +92,7 @@ DAG_FILE = textwrap.dedent(
         }}
 
 
-    for name, data_count, prep, train in (("starved", 1, 0.25, 0.05), ("over", 4, 0.1, 0.1)):
+    for name, data_count, prep, train in (("starved", 1, 0.3, 0.05), ("over", 4, 0.1, 0.1)):
         with DAG(
             "rightsizing_" + name,
             schedule="@daily",
@@ -196,8 +197,9 @@ def test_a_starved_data_group_grows_to_balance_and_stops(dag_module: Any, endpoi
     runs = run_days(dag_module.rightsizing_starved, 9, endpoint)
     trace = _trace(runs)
     ran = [r["ran"] for r in runs]
-    assert ran[:2] == [1, 1] and ran == sorted(ran) and ran[-1] == 4, trace
-    assert _steps(runs) == [(1, 2), (2, 4)], trace  # x2 at most per step: the verdict asked for 4 at once
+    print(trace)  # the worked example of docs/rightsizing.md
+    assert ran[:2] == [1, 1] and ran == sorted(ran) and ran[-1] in (3, 4), trace
+    assert _steps(runs) == [(1, 2), (2, ran[-1])], trace  # x2 at most per step: the verdict asked for 4 at once
     assert all(r["record"]["verdict"]["bottleneck"] == "data_group" for r in runs if r["ran"] == 1), trace
     assert runs[-1]["record"]["verdict"]["kind"] == "balanced", trace
     grown = next(r for r in runs if r["ran"] == 2)
@@ -208,18 +210,19 @@ def test_a_starved_data_group_grows_to_balance_and_stops(dag_module: Any, endpoi
         "actions": {"data_group": "changed"},
     }
     assert grown["decision"]["evidence"] == 2 and grown["decision"]["fingerprint"] == runs[0]["record"]["fingerprint"]
-    final = runs[-1]["next"]  # what the next run would do: stay at 4
-    assert final["counts"] == {"data_group": 4} and final["groups"][0]["action"] == "kept", trace
+    final = runs[-1]["next"]  # what the next run would do: stay
+    assert final["counts"] == {"data_group": ran[-1]} and final["groups"][0]["action"] == "kept", trace
     assert runs[-1]["record"]["run_seconds"] < runs[0]["record"]["run_seconds"], trace
     from airflow_hetero.plugins.page import render_page
 
     page = render_page(runs[-1]["summary"], where="w")
-    assert "Right-sizing (apply, objective cost): the next run uses data_group=4" in page
+    assert f"Right-sizing (apply, objective cost): the next run uses data_group={ran[-1]}" in page
 
 
 def test_an_over_provisioned_data_group_shrinks_and_stays(dag_module: Any, endpoint: LocalEndpoint) -> None:
     runs = run_days(dag_module.rightsizing_over, 7, endpoint)
     trace = _trace(runs)
+    print(trace)
     ran = [r["ran"] for r in runs]
     assert ran[:2] == [4, 4] and ran == sorted(ran, reverse=True) and ran[-1] in (2, 3), trace
     assert runs[0]["record"]["groups"]["data_group"].get("over_provisioned"), trace
