@@ -130,7 +130,8 @@ class RightSizingMixin:
         """The task recording each run: the policy's ``summary_task_id``, else the DAG's summary of this task."""
         if policy.summary_task_id:
             return policy.summary_task_id
-        dag: Any = getattr(self, "dag", None)
+        has_dag: Any = getattr(self, "has_dag", None)  # the DAG, when the task is in one (both versions raise else)
+        dag: Any = getattr(self, "dag", None) if callable(has_dag) and has_dag() else None
         found = [t.task_id for t in getattr(dag, "tasks", []) if getattr(t, "training_task_id", None) == self.task_id]
         if len(found) != 1:
             raise AirflowFailException(

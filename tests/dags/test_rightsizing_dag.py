@@ -201,7 +201,9 @@ def test_a_starved_data_group_grows_to_balance_and_stops(dag_module: Any, endpoi
     assert ran[:2] == [1, 1] and ran == sorted(ran) and ran[-1] in (3, 4), trace
     assert _steps(runs) == [(1, 2), (2, ran[-1])], trace  # x2 at most per step: the verdict asked for 4 at once
     assert all(r["record"]["verdict"]["bottleneck"] == "data_group" for r in runs if r["ran"] == 1), trace
-    assert runs[-1]["record"]["verdict"]["kind"] == "balanced", trace
+    # balanced; on a loaded machine the 5 hosts may get less than their quarter each (not_saturated): either way
+    # the data group no longer holds the job back
+    assert runs[-1]["record"]["verdict"]["kind"] in ("balanced", "not_saturated"), trace
     grown = next(r for r in runs if r["ran"] == 2)
     assert grown["result"] == {
         "mode": "apply",
