@@ -43,3 +43,21 @@ def test_the_pages_messages_are_what_the_check_says(policy: dict[str, object]) -
     with pytest.raises(RightSizingError) as raised:
         check_policy(RightSizing.of(policy), groups)
     assert str(raised.value) in block.group(1).splitlines()
+
+
+def test_the_pages_dag_parses_with_its_policy() -> None:
+    pytest.importorskip("airflow.sdk")
+    text = (DOCS / "rightsizing.md").read_text()
+    body = re.search(r"```python\n(import pendulum.*?)```", text, re.S)
+    assert body
+    namespace: dict[str, object] = {"__name__": "rightsizing_page"}
+    exec(compile(body.group(1), "rightsizing.md", "exec"), namespace)
+    train = namespace["train"]
+    assert getattr(train, "rightsizing", None) == {
+        "groups": {"data_group": {"min_count": 1, "max_count": 8}},
+        "objective": "cost",
+        "tolerance": 0.05,
+        "mode": "apply",
+        "agree_runs": 2,
+        "history": 6,
+    }

@@ -123,3 +123,22 @@ def test_a_resumed_task_reuses_its_decision() -> None:
         "recommended": None,
         "actions": {},
     }
+
+
+def test_the_instance_groups_page_shows_the_next_runs_decision() -> None:
+    from airflow_hetero.plugins.page import render_page
+
+    run = summary(1, ratio=5, name="job-2")
+    shown = {**run, "unmapped_hosts": [], "unmapped": None, "problems": [], "errors": 0, "warnings": 0}
+    shown["rightsizing"] = {
+        "mode": "recommend",
+        "next": {DATA: 1},
+        "lines": [
+            "Right-sizing (recommend, objective cost): the next run uses data_group=1",
+            "  data_group: <b>kept</b>",
+        ],
+    }
+    page = render_page(shown, where="w")
+    assert "<b>Right-sizing (recommend, objective cost): the next run uses data_group=1</b>" in page
+    assert "<li>data_group: &lt;b&gt;kept&lt;/b&gt;</li>" in page  # escaped: group names come from the job
+    assert "Right-sizing" not in render_page(run, where="w")
