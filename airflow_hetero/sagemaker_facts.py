@@ -116,3 +116,96 @@ INSTANCE_PREFERENCES_EXCLUSIVE = (
     "InstancePreferences is mutually exclusive with InstanceType, InstanceGroups, InstancePlacementConfig, "
     "and EnableManagedSpotTraining"
 )
+
+# AWS Batch service jobs: SageMaker Training queues (DESIGN.md section 10; botocore's ``batch`` 2016-08-10 model,
+# pinned against it by tests/package/test_sagemaker_facts.py). The operator's queue mode and the offline queue
+# (local/batch) both read them from here.
+#: Service-job, job-queue, service-environment and scheduling-policy names: "up to 128 characters long. It can
+#: contain uppercase and lowercase letters, numbers, hyphens (-), and underscores (_)".
+BATCH_NAME_MAX_LENGTH = 128
+BATCH_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
+#: ``serviceRequestPayload``, the CreateTrainingJob request as a JSON string: at most 10 KiB (UTF-8 bytes).
+BATCH_PAYLOAD_MAX_BYTES = 10 * 1024
+#: Batch names each attempt's training job ``AWSBatch<payload TrainingJobName><32 hex attempt id>``.
+BATCH_TRAINING_JOB_PREFIX = "AWSBatch"
+BATCH_ATTEMPT_ID_HEX_LENGTH = 32
+#: CreateTrainingJob's ``TrainingJobName`` max (botocore's sagemaker model).
+TRAINING_JOB_NAME_MAX_LENGTH = 63
+#: So the payload's own TrainingJobName has 63 - 8 - 32 = 23 characters.
+BATCH_PAYLOAD_TRAINING_JOB_NAME_MAX_LENGTH = (
+    TRAINING_JOB_NAME_MAX_LENGTH - len(BATCH_TRAINING_JOB_PREFIX) - BATCH_ATTEMPT_ID_HEX_LENGTH
+)
+#: ``serviceJobType``, ``jobQueueType`` and ``serviceEnvironmentType`` of a SageMaker Training queue.
+BATCH_SAGEMAKER_TRAINING = "SAGEMAKER_TRAINING"
+#: The one capacity unit of a service environment that is not quota-managed.
+BATCH_CAPACITY_UNIT = "NUM_INSTANCES"
+#: A service job's statuses in the order it moves through them (botocore's enum also has PENDING, which a
+#: SageMaker Training queue does not show); SUCCEEDED and FAILED are final.
+BATCH_JOB_STATUSES = ("SUBMITTED", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED")
+BATCH_FINAL_STATUSES = frozenset({"SUCCEEDED", "FAILED"})
+#: Without a filter or a jobStatus, ListServiceJobs lists only this status.
+BATCH_LIST_DEFAULT_STATUS = "RUNNING"
+#: The service job's status for its training job's SecondaryStatus (Pending -> SCHEDULED, Downloading -> STARTING,
+#: Training and Uploading -> RUNNING); a Stopped training job is a FAILED service job.
+BATCH_STATUS_FOR_SECONDARY = {
+    "Starting": "SCHEDULED",
+    "Pending": "SCHEDULED",
+    "LaunchingMLInstances": "SCHEDULED",
+    "PreparingTrainingStack": "SCHEDULED",
+    "Downloading": "STARTING",
+    "DownloadingTrainingImage": "STARTING",
+    "Training": "RUNNING",
+    "Uploading": "RUNNING",
+    "Restarting": "RUNNING",
+    "Interrupted": "RUNNING",
+}
+BATCH_STATUS_FOR_TRAINING_STATUS = {"Completed": "SUCCEEDED", "Failed": "FAILED", "Stopped": "FAILED"}
+#: How Batch words a status it took from the training job: the prefix, then SageMaker's FailureReason or status
+#: message, with no space between (the SDK v3's default retry rule, sagemaker.train.aws_batch.constants, matches
+#: ``Received status from SageMaker:InternalServerError: We encountered an internal error. Please try again.``).
+BATCH_STATUS_REASON_PREFIX = "Received status from SageMaker:"
+#: The reason a job larger than every service environment of its queue stays RUNNABLE.
+BATCH_MISCONFIGURATION_REASON = (
+    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE - Service environment(s) associated with the job queue "
+    "cannot meet the capacity requirement of the job."
+)
+#: ``schedulingPriority``: "integers between 0 and 9999"; within a share, higher runs first.
+BATCH_PRIORITY_MIN = 0
+BATCH_PRIORITY_MAX = 9999
+#: ``retryStrategy.attempts``: "between 1 and 10 attempts"; ``evaluateOnExit`` globs are up to 512 characters.
+BATCH_RETRY_ATTEMPTS_MIN = 1
+BATCH_RETRY_ATTEMPTS_MAX = 10
+BATCH_ON_STATUS_REASON_MAX_LENGTH = 512
+#: ``clientToken``: 1 to 64 characters; a second submit with the same token and payload is rejected.
+BATCH_CLIENT_TOKEN_MAX_LENGTH = 64
+#: ``jobStateTimeLimitActions.maxTimeSeconds``: "minimum value is 600 (10 minutes) and the maximum value is 86,400
+#: (24 hours)"; for a SAGEMAKER_TRAINING queue the state is RUNNABLE and the only action TERMINATE.
+BATCH_TIME_LIMIT_MIN_SECONDS = 600
+BATCH_TIME_LIMIT_MAX_SECONDS = 86400
+BATCH_TIME_LIMIT_STATE = "RUNNABLE"
+BATCH_TIME_LIMIT_ACTION = "TERMINATE"
+#: A fair-share policy's share weight when the policy names none (lower weight, more capacity).
+BATCH_DEFAULT_WEIGHT_FACTOR = 1.0
+#: ``ListServiceJobs.maxResults`` (and its default page), and GetJobQueueSnapshot's front of the queue.
+BATCH_LIST_MAX_RESULTS = 100
+BATCH_SNAPSHOT_FRONT_JOBS = 100
+#: ``tags`` on a service job, queue or environment: 1 to 50.
+BATCH_MAX_TAGS = 50
+
+# Managed spot interruptions and checkpoints (botocore's SecondaryStatus and CheckpointConfig documentation).
+#: ``CheckpointConfig.LocalPath`` when a request gives none (botocore: "The default directory is /opt/ml/checkpoints/").
+DEFAULT_CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+#: The container's own tree: the offline endpoint maps it to each host's folder, so a LocalPath must be inside it.
+CONTAINER_BASE_DIR = "/opt/ml"
+#: StatusMessage of SecondaryStatus ``Interrupted`` (botocore's SecondaryStatus documentation).
+SPOT_INTERRUPTED_MESSAGE = "The job stopped because the managed spot training instances were interrupted."
+#: StatusMessage of SecondaryStatus ``MaxWaitTimeExceeded``, TrainingJobStatus ``Stopped`` (botocore's words).
+MAX_WAIT_EXCEEDED_MESSAGE = "The job stopped because it exceeded the maximum allowed wait time."
+#: A Starting StatusMessage botocore documents: what a restart after an interruption shows while it launches.
+LAUNCHING_INSTANCES_MESSAGE = "Launching requested ML instances."
+#: SecondaryStatus ``Restarting`` has no documented message: the offline endpoint's own words.
+RESTARTING_MESSAGE = "Restarting the training job after its managed spot training instances were interrupted."
+#: STAND-IN, not a price: the offline endpoint bills a spot job's BillableTimeInSeconds as TrainingTimeInSeconds x
+#: (1 - this). Real spot savings vary by type, region and hour (SageMaker says "up to 90%"); set your own
+#: (``LocalEndpoint(spot_saving=...)``, ``local serve --spot-saving``).
+STAND_IN_SPOT_SAVING = 0.7

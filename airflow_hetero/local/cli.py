@@ -16,9 +16,13 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
+from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
+
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 #: The endpoint's control path of capacity and quotas (stated in ``api.control``; no import at start-up).
 CAPACITY_PATH = "/_airflow-hetero/capacity"
+#: The control path that interrupts a running spot job (stated in ``api.control``).
+INTERRUPT_PATH = "/_airflow-hetero/interrupt"
 #: Signals that stop ``local serve`` cleanly (SIGHUP: its terminal went away).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: Seconds between two looks of the main thread at whether a stop signal came.
@@ -111,8 +115,78 @@ def _add_serve(subparsers: Any) -> argparse.ArgumentParser:
         metavar="TYPE=N,...",
         help="the account quota of each type (default: unlimited); a create beyond it answers ResourceLimitExceeded",
     )
+    serve.add_argument(
+        "--batch-queue",
+        type=_batch_queue,
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="create an AWS Batch service environment NAME-env of N instances and a SAGEMAKER_TRAINING job queue "
+        "NAME over it, for service jobs (repeatable; kept in the workdir)",
+    )
+    serve.add_argument(
+        "--batch-requeue-delay",
+        type=float,
+        default=5.0,
+        help="seconds a service job requeued after a CapacityError waits before it is admitted again (default 5)",
+    )
+    _add_spot(serve)
     serve.set_defaults(handler=serve_command)
     return serve
+
+
+def _batch_queue(text: str) -> tuple[str, int]:
+    """argparse ``type=`` of ``--batch-queue``: ``NAME=N``, N a whole number of instances >= 1."""
+    name, sep, count = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"'{text}' is not NAME=N (e.g. gpu-queue=4)")
+    try:
+        size = int(count)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"{name.strip()}: N must be a whole number of instances >= 1, not '{count}'")
+    return name.strip(), size
+
+
+def _add_spot(serve: argparse.ArgumentParser) -> None:
+    spot = serve.add_argument_group(
+        "managed spot", f"interruptions of spot jobs (EnableManagedSpotTraining), also on demand: POST {INTERRUPT_PATH}"
+    )
+    spot.add_argument(
+        "--spot-interrupt-after",
+        type=float,
+        action="append",
+        default=[],
+        metavar="SECONDS",
+        help="interrupt a spot job after this many seconds of training; give it again for the next run "
+        "(e.g. --spot-interrupt-after 60 --spot-interrupt-after 30: twice)",
+    )
+    spot.add_argument(
+        "--spot-interrupt-probability",
+        type=float,
+        default=0.0,
+        help="chance of an interruption at each --spot-interrupt-interval of training (default 0; seeded by --seed)",
+    )
+    spot.add_argument("--spot-interrupt-interval", type=float, default=10.0, help="seconds (default 10)")
+    spot.add_argument(
+        "--spot-restart-delay",
+        type=float,
+        default=1.0,
+        help="seconds an interrupted job waits before it restarts (default 1; MaxWaitTimeInSeconds counts them)",
+    )
+    spot.add_argument(
+        "--spot-saving",
+        type=float,
+        default=STAND_IN_SPOT_SAVING,
+        help=f"STAND-IN discount of a spot job's BillableTimeInSeconds, not a price (default {STAND_IN_SPOT_SAVING})",
+    )
+    spot.add_argument(
+        "--checkpoint-sync-interval",
+        type=float,
+        default=1.0,
+        help="seconds between copies of CheckpointConfig.LocalPath to S3Uri (default 1)",
+    )
 
 
 def _limits(flag: str) -> Any:
@@ -167,8 +241,27 @@ def describe_endpoint(endpoint: Any, out: TextIO) -> None:
     if state["capacity"] or state["quota"]:
         example = '{"capacity": {"TYPE": N}}'
         out.write(f"change it while serving: curl -d '{example}' {endpoint.url}{CAPACITY_PATH}\n\n")
+    describe_batch(endpoint, out)
+    out.write(f'interrupt a spot job: curl -d \'{{"TrainingJobName": "NAME"}}\' {endpoint.url}{INTERRUPT_PATH}\n\n')
     out.write("Press Ctrl-C to stop (running jobs are stopped and marked Failed).\n")
     out.flush()
+
+
+def describe_batch(endpoint: Any, out: TextIO) -> None:
+    """Say which AWS Batch queues serve service jobs, or how to make one."""
+    if endpoint.batch_setup:
+        out.write("AWS Batch service jobs (docs/queue.md):\n")
+        for line in endpoint.batch_setup:
+            out.write(f"  {line}\n")
+        out.write("\n")
+        return
+    out.write(
+        "AWS Batch service jobs (docs/queue.md): no job queue yet; restart with --batch-queue NAME=N, or create one:\n"
+        "  aws batch create-service-environment --service-environment-name gpu-env "
+        "--service-environment-type SAGEMAKER_TRAINING --capacity-limits maxCapacity=4,capacityUnit=NUM_INSTANCES\n"
+        "  aws batch create-job-queue --job-queue-name gpu-queue --priority 1 --job-queue-type SAGEMAKER_TRAINING "
+        "--service-environment-order order=1,serviceEnvironment=gpu-env\n\n"
+    )
 
 
 def report_recovery(service: Any, out: TextIO) -> None:
@@ -183,21 +276,10 @@ def report_recovery(service: Any, out: TextIO) -> None:
         out.write(f"killed {len(ended)} process(es) a previous endpoint's hosts left running: {', '.join(ended)}\n")
 
 
-def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Run the endpoint until SIGINT/SIGTERM; return the exit code."""
+def _endpoint(args: argparse.Namespace) -> Any:
     from airflow_hetero.local.api.server import LocalEndpoint
 
-    out = out or sys.stdout
-    problem = missing_local_extra()
-    if problem is not None:
-        sys.stderr.write(f"airflow-hetero local serve: {problem}\n")
-        return EXIT_MISSING_EXTRA
-    if args.host not in _LOOPBACK_NAMES:
-        sys.stderr.write(
-            f"WARNING: binding to {args.host}: anyone who can reach it can run code on this "
-            "machine (training jobs run their scripts here).\n"
-        )
-    endpoint = LocalEndpoint(
+    return LocalEndpoint(
         workdir=args.workdir or default_workdir(),
         port=args.port,
         host=args.host,
@@ -209,7 +291,34 @@ def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         stop_grace=args.stop_grace,
         capacity=_merged(args.capacity),
         quota=_merged(args.quota),
+        batch_queues=dict(args.batch_queue),
+        batch_requeue_delay=args.batch_requeue_delay,
+        spot_interrupt_after=args.spot_interrupt_after,
+        spot_interrupt_probability=args.spot_interrupt_probability,
+        spot_interrupt_interval=args.spot_interrupt_interval,
+        spot_restart_delay=args.spot_restart_delay,
+        spot_saving=args.spot_saving,
+        checkpoint_sync_interval=args.checkpoint_sync_interval,
     )
+
+
+def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run the endpoint until SIGINT/SIGTERM; return the exit code."""
+    out = out or sys.stdout
+    problem = missing_local_extra()
+    if problem is not None:
+        sys.stderr.write(f"airflow-hetero local serve: {problem}\n")
+        return EXIT_MISSING_EXTRA
+    if args.host not in _LOOPBACK_NAMES:
+        sys.stderr.write(
+            f"WARNING: binding to {args.host}: anyone who can reach it can run code on this "
+            "machine (training jobs run their scripts here).\n"
+        )
+    try:
+        endpoint = _endpoint(args)
+    except ValueError as exc:  # a --spot-* value out of range
+        sys.stderr.write(f"airflow-hetero local serve: {exc}\n")
+        return 2
     done = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in STOP_SIGNALS}
     try:

@@ -11,6 +11,7 @@ as a copied ``runtime`` folder (``import runtime``, ``python -m runtime ...``):
   groups in the log summary, and :func:`run_by_group`;
 * :mod:`.hosts`: peer addresses on SageMaker (DNS) and on the offline endpoint
   (``AIRFLOW_HETERO_HOST_ADDRESSES``);
+* :mod:`.checkpoints`: :func:`checkpoint_dir`, this host's own folder of the job's checkpoints;
 * :mod:`.world` and :mod:`.command`: the world of one distribution group, and
   ``python -m airflow_hetero.runtime torchrun --group G -- train.py``, which launches torchrun on
   that group only.
@@ -18,6 +19,7 @@ as a copied ``runtime`` folder (``import runtime``, ``python -m runtime ...``):
 
 from __future__ import annotations
 
+from .checkpoints import DEFAULT_CHECKPOINT_LOCAL_PATH, checkpoint_dir
 from .cluster import RuntimeEnvironment, environment
 from .command import main as main
 from .dispatch import log_marker, run_by_group
@@ -44,6 +46,7 @@ from .world import GroupWorld, distribution_world
 __all__ = [
     "BASE_DIR_ENV",
     "DEFAULT_BASE_DIR",
+    "DEFAULT_CHECKPOINT_LOCAL_PATH",
     "DISTRIBUTION_FLAGS",
     "DISTRIBUTION_GROUPS_HP",
     "HOMOGENEOUS_GROUP",
@@ -56,6 +59,7 @@ __all__ = [
     "HostLookupError",
     "RuntimeConfigError",
     "RuntimeEnvironment",
+    "checkpoint_dir",
     "connect",
     "decode_hyperparameters",
     "distribution_world",

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from support.installed import run_without_modules
 
+from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
+
 
 @pytest.mark.parametrize("missing", ["moto", "werkzeug", "psutil"])
 def test_serve_without_the_local_extra_says_what_to_install_in_one_line(tmp_path: Path, missing: str) -> None:
@@ -83,6 +85,39 @@ def test_capacity_and_quota_flags_reach_the_endpoint(tmp_path: Path, monkeypatch
     assert made["capacity"] == {} and made["quota"] == {}  # unlimited
 
 
+def test_spot_flags_reach_the_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_hetero.cli import main
+    from airflow_hetero.local.api import server
+
+    made: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    def endpoint(**kwargs: object) -> None:
+        made.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(server, "LocalEndpoint", endpoint)
+    spot = ["--spot-interrupt-after", "60", "--spot-interrupt-after", "30", "--spot-interrupt-probability", "0.1"]
+    spot += ["--spot-interrupt-interval", "5", "--spot-restart-delay", "2", "--spot-saving", "0.6"]
+    with pytest.raises(Stop):
+        main(["local", "serve", "--workdir", str(tmp_path), "--seed", "4", *spot, "--checkpoint-sync-interval", "3"])
+    assert made["spot_interrupt_after"] == [60.0, 30.0] and made["spot_interrupt_probability"] == 0.1
+    assert (made["spot_interrupt_interval"], made["spot_restart_delay"], made["spot_saving"]) == (5.0, 2.0, 0.6)
+    assert (made["checkpoint_sync_interval"], made["seed"]) == (3.0, 4)
+    with pytest.raises(Stop):
+        main(["local", "serve", "--workdir", str(tmp_path)])
+    assert made["spot_interrupt_after"] == [] and made["spot_saving"] == STAND_IN_SPOT_SAVING
+
+
+def test_a_spot_flag_out_of_range_is_refused_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from airflow_hetero.cli import main
+
+    assert main(["local", "serve", "--workdir", str(tmp_path), "--spot-saving", "1.5"]) == 2
+    assert "airflow-hetero local serve: spot_saving must be at least 0 and below 1" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_a_served_endpoint_shows_its_capacity_and_another_process_changes_it(tmp_path: Path) -> None:
     from support.serve_process import serve
@@ -94,6 +129,7 @@ def test_a_served_endpoint_shows_its_capacity_and_another_process_changes_it(tmp
         assert "capacity (other types unlimited): ml.p4d.24xlarge=0" in banner
         assert "quota (other types unlimited): ml.g5.xlarge=4" in banner
         assert f"{url}/_airflow-hetero/capacity" in "\n".join(banner)
+        assert f"{url}/_airflow-hetero/interrupt" in "\n".join(banner)
         state = change_capacity(url, capacity={"ml.p4d.24xlarge": 2})
         assert state["capacity"] == {"ml.p4d.24xlarge": 2} and state["quota"] == {"ml.g5.xlarge": 4}
     finally:

@@ -23,6 +23,8 @@ def test_runtime_copies_are_the_facts() -> None:
     assert runtime.HOST_ADDRESSES_ENV == sagemaker_facts.HOST_ADDRESSES_ENV
     assert runtime.DISTRIBUTION_GROUPS_HP == sagemaker_facts.DISTRIBUTION_GROUPS_HP
     assert tuple(runtime.DISTRIBUTION_FLAGS) == sagemaker_facts.DISTRIBUTION_FLAGS
+    assert runtime.DEFAULT_CHECKPOINT_LOCAL_PATH == sagemaker_facts.DEFAULT_CHECKPOINT_LOCAL_PATH
+    assert runtime.DEFAULT_BASE_DIR == sagemaker_facts.CONTAINER_BASE_DIR
 
 
 def test_no_part_spells_the_default_max_runtime_itself() -> None:

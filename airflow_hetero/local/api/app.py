@@ -6,11 +6,15 @@ into ``ClientError`` with that code. Everything else (S3, CloudWatch Logs, Cloud
 other SageMaker actions) goes to moto's ``DomainDispatcherApplication``, the same app moto's own
 server runs, which routes by the request's signing scope.
 
-The endpoint's own control path (``/_airflow-hetero/capacity``, :mod:`.control`) reads and changes
-the instance capacity and quotas; no AWS client sends requests there.
+The endpoint's own control paths (``/_airflow-hetero/capacity``, :mod:`.control`, and
+``/_airflow-hetero/interrupt``, :mod:`.spot_control`) read and change the instance capacity and quotas
+and interrupt a spot job; no AWS client sends requests there.
 
 The Price List Query API (``X-Amz-Target: AWSPriceListService.<Action>``: GetProducts,
 DescribeServices) is answered here too, with stand-in prices (:mod:`.pricing`).
+
+Requests signed for ``batch`` (rest-json, ``POST /v1/<operation>``) go to the offline queue,
+:mod:`airflow_hetero.local.batch` (AWS Batch service jobs whose attempts are this endpoint's training jobs).
 
 SageMaker actions this endpoint does not emulate are answered by moto where moto has them (models,
 endpoints, ...); when moto fails or lacks one, or when it concerns training jobs (UpdateTrainingJob,
@@ -36,9 +40,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from xml.sax.saxutils import escape
 
-from airflow_hetero.local.api import control, iam, pricing, tagging
+from airflow_hetero.local.api import control, iam, pricing, spot_control, tagging
 from airflow_hetero.local.api.errors import ServiceError, validation
 from airflow_hetero.local.api.service import TrainingService
+from airflow_hetero.local.batch.responses import BatchResponses
 from airflow_hetero.local.training.clients import DEFAULT_REGION
 
 log = logging.getLogger(__name__)
@@ -85,9 +90,10 @@ def request_region(environ: dict[str, Any]) -> str:
 class EndpointApp:
     """Dispatches ``SageMaker.<training-job action>`` to the service, the rest to ``fallback``."""
 
-    def __init__(self, service: TrainingService, fallback: WSGIApp) -> None:
+    def __init__(self, service: TrainingService, fallback: WSGIApp, batch: BatchResponses | None = None) -> None:
         self.service = service
         self.fallback = fallback
+        self.batch = batch
         store = service.store
         self.actions: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
             "CreateTrainingJob": service.create,
@@ -107,6 +113,8 @@ class EndpointApp:
             return self._pricing(action, environ, start_response)
         if not prefix and signing_service(environ) == "iam" and environ.get("REQUEST_METHOD") == "POST":
             return self._iam(environ, start_response)
+        if not prefix and self.batch is not None and signing_service(environ) == "batch":
+            return self._batch(self.batch, environ, start_response)
         if prefix != "SageMaker":
             return self.fallback(environ, start_response)
         try:
@@ -135,13 +143,35 @@ class EndpointApp:
             status, payload = err.status, {"__type": err.code, "message": err.message}
         return _json_answer(start_response, status, payload)
 
+    def _batch(
+        self, batch: BatchResponses, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        """The offline queue's answer (rest-json: the error code also in ``x-amzn-ErrorType``)."""
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) if length else b""
+        method, path = environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO", "")
+        status, payload = batch.answer(method, path, raw, request_region(environ))
+        data = json.dumps(payload).encode("utf-8")
+        headers = [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(data))),
+            ("x-amzn-RequestId", str(uuid.uuid4())),
+        ]
+        if status != 200:
+            headers.append(("x-amzn-ErrorType", str(payload["__type"])))
+        start_response(f"{status} {'OK' if status == 200 else 'Error'}", headers)
+        return [data]
+
     def _control(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        """The endpoint's own control path (:mod:`.control`: capacity and quotas)."""
+        """The endpoint's own control paths (:mod:`.control`: capacity and quotas; :mod:`.spot_control`: interrupt)."""
         length = int(environ.get("CONTENT_LENGTH") or 0)
         raw = environ["wsgi.input"].read(length) if length else b""
         method = environ.get("REQUEST_METHOD", "GET")
         try:
-            status, payload = 200, control.answer(self.service.capacity, environ["PATH_INFO"], method, raw)
+            if environ["PATH_INFO"] == control.INTERRUPT_PATH:
+                status, payload = 200, spot_control.answer(self.service, method, raw)
+            else:
+                status, payload = 200, control.answer(self.service.capacity, environ["PATH_INFO"], method, raw)
         except ServiceError as err:
             status, payload = err.status, {"__type": err.code, "message": err.message}
         return _json_answer(start_response, status, payload)

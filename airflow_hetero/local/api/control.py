@@ -1,5 +1,7 @@
 """The endpoint's own control path: read and change instance capacity and quotas over HTTP.
 
+(``/_airflow-hetero/interrupt``, which interrupts a spot job, is :mod:`.spot_control`'s.)
+
 ``GET /_airflow-hetero/capacity`` answers :meth:`CapacityLedger.state` as JSON; ``POST`` with
 ``{"capacity": {TYPE: N}, "quota": {TYPE: N}}`` (either key may be left out; ``null`` makes a type
 unlimited again) changes the types named and answers the new state. A bad body answers 400 with
@@ -23,13 +25,17 @@ from airflow_hetero.local.training.capacity import CapacityLedger
 #: Paths under this prefix are the endpoint's own, never an AWS API's.
 PREFIX = "/_airflow-hetero/"
 CAPACITY_PATH = PREFIX + "capacity"
+#: Interrupt a running spot job (:mod:`.spot_control` answers it).
+INTERRUPT_PATH = PREFIX + "interrupt"
 _KEYS = ("capacity", "quota")
 
 
 def answer(ledger: CapacityLedger, path: str, method: str, raw: bytes) -> dict[str, Any]:
     """The answer to ``method path`` with body ``raw``; :class:`ServiceError` when refused."""
     if path != CAPACITY_PATH:
-        raise ServiceError("NotFound", f"The airflow-hetero local endpoint has no {path} (only {CAPACITY_PATH})", 404)
+        raise ServiceError(
+            "NotFound", f"The airflow-hetero local endpoint has no {path} (only {CAPACITY_PATH}, {INTERRUPT_PATH})", 404
+        )
     if method == "POST":
         try:
             ledger.change(**_changes(raw))

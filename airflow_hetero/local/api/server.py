@@ -17,14 +17,18 @@ import json
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
+from airflow_hetero.local.api.errors import ServiceError
 from airflow_hetero.local.training.capacity import CapacityLedger, Limits
 from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
 from airflow_hetero.local.training.runner import RunOptions
+from airflow_hetero.local.training.spot import SpotOptions, interrupt_after
+from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
 
 LOOPBACK = "127.0.0.1"
 #: Seconds :meth:`LocalEndpoint.stop` waits for the serving thread once the jobs have ended.
@@ -50,6 +54,19 @@ class LocalEndpoint:
     that can run at once (a job beyond fails with SageMaker's ``CapacityError``) and the account quota
     (a create beyond answers ``ResourceLimitExceeded``); change them while it runs with
     :meth:`set_capacity` / :meth:`set_quota` (another process: :func:`~.control.change_capacity`).
+    ``batch_queues`` (queue name -> instances): an AWS Batch service environment ``NAME-env`` of that
+    many instances and a SAGEMAKER_TRAINING job queue ``NAME`` over it, for service jobs
+    (:mod:`airflow_hetero.local.batch`; any client may create more); ``batch_requeue_delay`` is the
+    seconds a job requeued after a CapacityError waits, ``batch_poll_interval`` how often the queue looks
+    at its training jobs. Requests from web pages and for other ``Host`` names are refused (see
+    Managed spot jobs (``EnableManagedSpotTraining``) are interrupted on demand (:meth:`interrupt`;
+    another process: :func:`~.spot_control.interrupt_job`), after ``spot_interrupt_after`` seconds of
+    training (one number, or one per run for several interruptions), and at random with
+    ``spot_interrupt_probability`` every ``spot_interrupt_interval`` seconds of training (seeded by
+    ``seed`` and the job's name); an interrupted job waits ``spot_restart_delay`` seconds, then restarts
+    every host. ``spot_saving`` is the stand-in discount of their BillableTimeInSeconds (not a price:
+    :data:`~airflow_hetero.sagemaker_facts.STAND_IN_SPOT_SAVING` unless told); each host's
+    ``CheckpointConfig.LocalPath`` is copied to ``S3Uri`` every ``checkpoint_sync_interval`` seconds.
     Requests from web pages and for other ``Host`` names are refused (see
     :class:`airflow_hetero.local.api.app.RequestGuard`).
     """
@@ -70,6 +87,15 @@ class LocalEndpoint:
         max_channel_bytes: int = 8 << 30,
         capacity: Limits | None = None,
         quota: Limits | None = None,
+        batch_queues: Mapping[str, int] | None = None,
+        batch_requeue_delay: float = 5.0,
+        batch_poll_interval: float = 0.2,
+        spot_interrupt_after: float | Iterable[float] | None = None,
+        spot_interrupt_probability: float = 0.0,
+        spot_interrupt_interval: float = 10.0,
+        spot_restart_delay: float = 1.0,
+        spot_saving: float = STAND_IN_SPOT_SAVING,
+        checkpoint_sync_interval: float = 1.0,
     ) -> None:
         self._workdir_arg = Path(workdir) if workdir is not None else None
         self._port = port
@@ -84,13 +110,29 @@ class LocalEndpoint:
             max_hosts=max_hosts,
             max_source_bytes=max_source_bytes,
             max_channel_bytes=max_channel_bytes,
+            spot=SpotOptions(  # ValueError here when one is out of range
+                interrupt_after=interrupt_after(spot_interrupt_after),
+                interrupt_probability=spot_interrupt_probability,
+                interrupt_interval=spot_interrupt_interval,
+                restart_delay=spot_restart_delay,
+                saving=spot_saving,
+                seed=seed,
+                checkpoint_sync_interval=checkpoint_sync_interval,
+            ),
         )
         self.capacity = CapacityLedger(capacity=capacity, quota=quota)
         """Instances of each type that can run at once and the account quota (ValueError above when bad)."""
+        self.batch_queues = dict(batch_queues or {})
+        self.batch_requeue_delay = batch_requeue_delay
+        self.batch_poll_interval = batch_poll_interval
         self._workdir: Path | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.service: Any = None
+        self.batch: Any = None
+        """The offline queue (:class:`~airflow_hetero.local.batch.backend.BatchBackend`) once started."""
+        self.batch_setup: list[str] = []
+        """What ``batch_queues`` made, one line each."""
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> LocalEndpoint:
@@ -101,7 +143,10 @@ class LocalEndpoint:
             from werkzeug.serving import make_server
 
             from airflow_hetero.local.api.app import BodyLimit, EndpointApp, RequestGuard, moto_app
+            from airflow_hetero.local.api.batch_bridge import ServiceTrainingJobs, ensure_queues
             from airflow_hetero.local.api.service import TrainingService
+            from airflow_hetero.local.batch.backend import BatchBackend, BatchOptions
+            from airflow_hetero.local.batch.responses import BatchResponses
 
             fallback = moto_app()
         except ImportError as exc:
@@ -113,10 +158,15 @@ class LocalEndpoint:
             self._workdir = self._workdir_arg
             self._workdir.mkdir(parents=True, exist_ok=True)
         self.service = TrainingService(self._workdir, seed=self.seed, options=self.options, capacity=self.capacity)
-        app = RequestGuard(BodyLimit(EndpointApp(self.service, fallback), self.max_request_bytes), self.host)
+        batch_options = BatchOptions(requeue_delay=self.batch_requeue_delay, poll_interval=self.batch_poll_interval)
+        self.batch = BatchBackend(self._workdir, ServiceTrainingJobs(self.service), batch_options)
+        self.batch_setup = ensure_queues(self.batch, self.batch_queues, self.region)
+        endpoint_app = EndpointApp(self.service, fallback, BatchResponses(self.batch))
+        app = RequestGuard(BodyLimit(endpoint_app, self.max_request_bytes), self.host)
         self._server = make_server(self.host, self._port, app, threaded=True, request_handler=_QuietHandler())
         app.bind(self.port)
         self.service.attach(self.url)
+        self.batch.start()
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-endpoint", daemon=True)
         self._thread.start()
         return self
@@ -130,6 +180,7 @@ class LocalEndpoint:
         if self._server is None:
             return
         try:
+            self.batch.stop()  # no attempt starts while the training jobs are ended
             self.service.shutdown()
         finally:
             server, self._server = self._server, None
@@ -166,6 +217,19 @@ class LocalEndpoint:
         """``capacity``, ``quota`` (the types limited), ``running`` and ``utilization`` (instances in use
         against each)."""
         return self.capacity.state()
+
+    # -- spot ----------------------------------------------------------------------------------
+    def interrupt(self, job_name: str) -> dict[str, Any]:
+        """Interrupt running spot job ``job_name`` now, as EC2 taking its capacity back: every host is
+        stopped, the job goes Interrupted, then restarts. ``{"TrainingJobName", "SecondaryStatus"}`` (the
+        status it had); ``ValueError`` when the job is unknown, not managed spot or not InProgress."""
+        if self.service is None:
+            raise RuntimeError("LocalEndpoint is not started")
+        try:
+            answered: dict[str, Any] = self.service.interrupt(job_name)
+        except ServiceError as err:
+            raise ValueError(err.message) from None
+        return answered
 
     # -- addresses -----------------------------------------------------------------------------
     @property

@@ -191,6 +191,8 @@ class TrainingService:
             }
         )
         add_transition(record, "Starting", "Preparing the instances for training", now)
+        if request.get("EnableManagedSpotTraining") is True:
+            record["_SpotSaving"] = self._options.spot.saving  # the stand-in discount it is billed with
         instances = [(str(g.instance_type), g.instance_count) for g in instance_groups(request)]  # validated
         hosts = sum(count for _, count in instances)
         with self._lock:
@@ -314,6 +316,28 @@ class TrainingService:
         if runner is not None:
             runner.request_stop()
         return {}
+
+    def interrupt(self, name: str) -> dict[str, Any]:
+        """Take a running spot job's instances back (the endpoint's own action, :mod:`.spot_control`).
+
+        ``ValidationException`` for a job that is not managed spot or not InProgress; the job is
+        interrupted at its next look while it trains (at once when it trains already)."""
+        check_constraints("DescribeTrainingJob", {"TrainingJobName": name})
+        record = self.store.get(name)
+        if record is None:
+            raise not_found()
+        if record.get("EnableManagedSpotTraining") is not True:
+            raise validation(
+                f"Training job {record['TrainingJobName']} is not a managed spot training job "
+                "(EnableManagedSpotTraining is not true): only spot jobs are interrupted"
+            )
+        with self._lock:
+            runner = self._runners.get(self.store.key(name))
+        status = record["TrainingJobStatus"]
+        if status != "InProgress" or runner is None or not runner.interrupt():
+            name = record["TrainingJobName"]
+            raise validation(f"Training job {name} is {status}: only a job InProgress is interrupted")
+        return {"TrainingJobName": record["TrainingJobName"], "SecondaryStatus": record["SecondaryStatus"]}
 
     def list(self, request: dict[str, Any]) -> dict[str, Any]:
         """ListTrainingJobs with the name/status/time filters, sorting and NextToken paging.

@@ -7,7 +7,8 @@ Model constraints (lengths, patterns, enums, at most 5 instance groups) come fro
 channel group references, the all-or-nothing channel rule) from the one place request mode reads
 them too, :mod:`airflow_hetero.definition.raw_request.service_rules`. A few requests
 the real service accepts but this endpoint cannot run (Pipe mode, non-S3 data) are refused with a
-message that says so, instead of failing later in a confusing way.
+message that says so, instead of failing later in a confusing way (so is a ``CheckpointConfig.LocalPath``
+outside ``/opt/ml``, which the endpoint cannot give each host a folder of its own for).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from airflow_hetero.definition.raw_request.service_rules import service_problems
 from airflow_hetero.job.resource_config import instance_groups
 from airflow_hetero.local.api.constraints import check_constraints
 from airflow_hetero.local.api.errors import validation
+from airflow_hetero.local.training.checkpoints import checkpoint_config, local_path_problem
 
 MAX_HOSTS = 254
 """Hosts per job on this endpoint: each gets its own loopback address 127.0.<job>.<host>."""
@@ -78,3 +80,7 @@ def validate_create(request: dict[str, Any]) -> None:
     _check_channels(request)
     if not request["OutputDataConfig"]["S3OutputPath"].startswith("s3://"):
         raise validation("The local endpoint supports only s3:// output paths")
+    checkpoints = checkpoint_config(request)
+    problem = None if checkpoints is None else local_path_problem(checkpoints[1])
+    if problem is not None:
+        raise validation(problem)

@@ -9,17 +9,24 @@ each host's group and tree, then, after one shared grace period, its whole tree 
 the job Stopped. A host whose output cannot be recorded (full disk) fails the job. Each output line
 also feeds the job's metric definitions (:mod:`.training_metrics`). The hosts' model directories are
 merged into ``<S3OutputPath>/<job>/output/model.tar.gz``.
+
+A managed spot job (:mod:`.spot`) may be interrupted while it trains: every host is terminated, the
+job goes Interrupted, waits ``restart_delay``, then Restarting -> Starting -> Downloading -> Training
+again on fresh host folders, its checkpoints (:mod:`.checkpoints`) restored on every host;
+MaxRuntimeInSeconds counts the training time only, MaxWaitTimeInSeconds the wall time since the job
+was created (Stopped, ``MaxWaitTimeExceeded``, beyond it).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import shutil
 import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_hetero.local.host.launch import install_resolver
@@ -33,16 +40,25 @@ from airflow_hetero.local.host.process import (
     wait_gone,
 )
 from airflow_hetero.local.training.capacity import CapacityLedger, CapacityShortage
+from airflow_hetero.local.training.checkpoints import CheckpointSync
 from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.hostspec import host_spec
 from airflow_hetero.local.training.layout import Cluster, Host
 from airflow_hetero.local.training.logship import LogShipper, stream_name
 from airflow_hetero.local.training.prepare import EntryPoint, JobFailure, prepare_hosts
+from airflow_hetero.local.training.spot import SpotInterruption, SpotOptions, SpotSchedule
 from airflow_hetero.local.training.store import JobStore, add_transition, finish
 from airflow_hetero.local.training.training_metrics import MetricMatcher
 from airflow_hetero.local.training.transfer import has_files, join_uri, tar_directories, upload
 from airflow_hetero.local.training.utilisation import MetricsSampler
-from airflow_hetero.sagemaker_facts import CAPACITY_ERROR_REASON, DEFAULT_MAX_RUNTIME_SECONDS
+from airflow_hetero.sagemaker_facts import (
+    CAPACITY_ERROR_REASON,
+    DEFAULT_MAX_RUNTIME_SECONDS,
+    LAUNCHING_INSTANCES_MESSAGE,
+    MAX_WAIT_EXCEEDED_MESSAGE,
+    RESTARTING_MESSAGE,
+    SPOT_INTERRUPTED_MESSAGE,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +82,8 @@ class RunOptions:
     """Bytes a source tarball may extract to (per host when a channel delivers it)."""
     max_channel_bytes: int = 8 << 30
     """Bytes one channel may download to one host."""
+    spot: SpotOptions = field(default_factory=SpotOptions)
+    """When spot jobs are interrupted, how long they wait, the stand-in saving, the checkpoint copy interval."""
 
 
 class _Interrupted(Exception):
@@ -125,7 +143,13 @@ class JobRunner:
         self._stop = threading.Event()
         self._abort_reason: str | None = None
         self._deadline = float("inf")
+        self._wait_deadline = float("inf")
         self._procs: dict[str, HostProcess] = {}
+        self._streams: dict[str, str] = {}
+        self._checkpoints: CheckpointSync | None = None
+        record = store.get(name) or {}
+        self.spot = SpotSchedule(options.spot, name) if record.get("EnableManagedSpotTraining") is True else None
+        """When this job is interrupted (None: not a spot job)."""
         self._resolver_dir = store.job_dir(name) / "python"
         self._thread = threading.Thread(target=self._run, name=f"job-{name}", daemon=True)
 
@@ -154,7 +178,10 @@ class JobRunner:
             raise _Interrupted("abort", self._abort_reason)
         if self._stop.is_set():
             raise _Interrupted("stop")
-        if time.monotonic() > self._deadline:
+        now = time.monotonic()
+        if now > self._wait_deadline:  # first: the wall time since creation is never below the training time
+            raise _Interrupted("max_wait")
+        if now > self._deadline:
             raise _Interrupted("max_runtime")
 
     def _run(self) -> None:
@@ -162,34 +189,16 @@ class JobRunner:
             self._launch_instances()
             record = self._store.get(self.name)
             assert record is not None
-            now = time.time()
-
-            def downloading(r: dict[str, Any]) -> None:
-                add_transition(r, "Downloading", "Downloading input data", now)
-                r["TrainingStartTime"] = now
-
-            self._update(downloading)
-            max_runtime = (record.get("StoppingCondition") or {}).get(
-                "MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_SECONDS
-            )
-            self._deadline = time.monotonic() + float(max_runtime)
-            self._check_interrupt()
-            entry = prepare_hosts(
-                record=record,
-                cluster=self._cluster,
-                s3=self._s3(),
-                job_dir=self._store.job_dir(self.name),
-                check_interrupt=self._check_interrupt,
-                max_source_bytes=self._options.max_source_bytes,
-                max_channel_bytes=self._options.max_channel_bytes,
-            )
-            self._check_interrupt()
-            if entry.command is not None:
-                self._check_isolation()
-            self._update(
-                lambda r: add_transition(r, "Training", "Training image download completed. Training in progress.")
-            )
-            self._train(record, entry)
+            max_wait = (record.get("StoppingCondition") or {}).get("MaxWaitTimeInSeconds")
+            if self.spot is not None and max_wait is not None:  # wall time since the job was created
+                self._wait_deadline = time.monotonic() + float(max_wait) - (time.time() - record["CreationTime"])
+            while True:
+                entry = self._prepare()
+                try:
+                    self._train(record, entry)
+                    break
+                except SpotInterruption:
+                    self._restart()
         except _Interrupted as interrupt:
             self._conclude(self._conclude_interrupt, interrupt)
         except JobFailure as failure:
@@ -199,6 +208,65 @@ class JobRunner:
             self._conclude(self._fail, f"InternalServerError: the local endpoint failed while running the job: {exc!r}")
         finally:
             self._on_done(self.name)
+
+    def _prepare(self) -> EntryPoint:
+        """One run's Downloading: the hosts laid out, their checkpoints restored; then Training."""
+        now = time.time()
+
+        def downloading(r: dict[str, Any]) -> None:
+            add_transition(r, "Downloading", "Downloading input data", now)
+            r.setdefault("TrainingStartTime", now)
+            r["_RunStart"] = now
+
+        record = self._update(downloading)
+        max_runtime = (record.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_SECONDS)
+        self._deadline = time.monotonic() + float(max_runtime) - float(record.get("_TrainedSeconds", 0.0))
+        self._check_interrupt()
+        entry = prepare_hosts(
+            record=record,
+            cluster=self._cluster,
+            s3=self._s3(),
+            job_dir=self._store.job_dir(self.name),
+            check_interrupt=self._check_interrupt,
+            max_source_bytes=self._options.max_source_bytes,
+            max_channel_bytes=self._options.max_channel_bytes,
+        )
+        self._check_interrupt()
+        if entry.command is not None:
+            self._check_isolation()
+        if self._checkpoints is None:
+            interval = self._options.spot.checkpoint_sync_interval
+            self._checkpoints = CheckpointSync.of(record, self._cluster.hosts, self._s3(), interval)
+        if self._checkpoints is not None:
+            self._checkpoints.restore()
+        self._check_interrupt()
+        message = "Training image download completed. Training in progress."
+        self._update(lambda r: add_transition(r, "Training", message))
+        if self.spot is not None:
+            self.spot.begin_training(time.monotonic())
+        return entry
+
+    def _restart(self) -> None:
+        """After a spot interruption (hosts ended, checkpoints copied): Interrupted, the wait, Restarting, Starting."""
+        now = time.time()
+
+        def interrupted(r: dict[str, Any]) -> None:
+            r["_TrainedSeconds"] = float(r.get("_TrainedSeconds", 0.0)) + now - float(r.pop("_RunStart", now))
+            add_transition(r, "Interrupted", SPOT_INTERRUPTED_MESSAGE, now)
+
+        self._update(interrupted)
+        self._deadline = float("inf")  # MaxRuntimeInSeconds counts training time; MaxWait keeps counting
+        log.info("job %s: spot interruption %d", self.name, self.spot.interruptions if self.spot else 0)
+        until = time.monotonic() + self._options.spot.restart_delay
+        while time.monotonic() < until:
+            self._check_interrupt()
+            self._stop.wait(min(self._options.poll_interval, max(0.0, until - time.monotonic())))
+        self._check_interrupt()
+        self._update(lambda r: add_transition(r, "Restarting", RESTARTING_MESSAGE))
+        self._procs = {}
+        for host in self._cluster.hosts:  # new instances: nothing of the last run is left on them
+            shutil.rmtree(host.base_dir, ignore_errors=True)
+        self._update(lambda r: add_transition(r, "Starting", LAUNCHING_INSTANCES_MESSAGE))
 
     def _conclude(self, ending: Callable[[Any], None], argument: Any) -> None:
         """Terminate what still runs, then record the ending; never leave the job InProgress."""
@@ -250,11 +318,15 @@ class JobRunner:
         shipper.start()
         sampler.start()
         matcher.start()
+        interrupted = False
         try:
             self._start_hosts(record, entry, shipper, sampler, matcher)
             failed = self._supervise(sampler)
+        except SpotInterruption:
+            interrupted = True  # the job keeps its hosts' slot and instances for its restart
+            raise
         finally:
-            self._terminate_all()
+            self._terminate_all(release=not interrupted)
             for name, proc in self._procs.items():  # last figures of the hosts terminated just now
                 sampler.finish(name, proc.usage)
             sampler.close()
@@ -263,6 +335,8 @@ class JobRunner:
             final = matcher.final_metrics()
             if final:
                 self._update(lambda r: r.__setitem__("FinalMetricDataList", final))
+            if self._checkpoints is not None:  # what the hosts wrote last, before Interrupted or the ending
+                self._checkpoints.sync()
         if isinstance(failed, str):
             raise JobFailure(failed)
         if failed is not None:
@@ -296,7 +370,7 @@ class JobRunner:
                 resolver_dir=self._resolver_dir,
                 job_name=self.name,
             )
-            stream = stream_name(self.name, host.name, int(time.time()))
+            stream = self._streams.setdefault(host.name, stream_name(self.name, host.name, int(time.time())))
             shipper.open_stream(stream)
             proc = HostProcess(
                 host.name,
@@ -354,7 +428,15 @@ class JobRunner:
             if all(code == 0 for code in codes.values()):
                 return None
             self._check_interrupt()
+            self._spot_tick()
             time.sleep(self._options.poll_interval)
+
+    def _spot_tick(self) -> None:
+        """Copy the checkpoints when it is time; :class:`SpotInterruption` when the spot instances are taken back."""
+        if self._checkpoints is not None:
+            self._checkpoints.maybe_sync()
+        if self.spot is not None and self.spot.due(time.monotonic()):
+            raise SpotInterruption(self.name)
 
     def _error_lines(self, host: Host) -> list[str]:
         failure_file = host.output_dir / "failure"
@@ -364,7 +446,7 @@ class JobRunner:
                 return text.splitlines()[-10:]
         return self._procs[host.name].error_tail()
 
-    def _terminate_all(self) -> None:
+    def _terminate_all(self, *, release: bool = True) -> None:
         """SIGTERM every host at once, then kill what still runs when one shared grace period is over.
 
         Everything of every host is killed, by process tree and by host mark (so also what a host whose
@@ -391,7 +473,8 @@ class JobRunner:
         deadline = time.monotonic() + KILL_WAIT
         for proc in procs:
             proc.join_output(max(0.0, deadline - time.monotonic()))
-        self._on_hosts_ended(self.name)
+        if release:
+            self._on_hosts_ended(self.name)
 
     def kill_hosts(self) -> list[EndedProcess]:
         """SIGKILL every process of the job's hosts now, from any thread (the endpoint's last resort)."""
@@ -404,6 +487,13 @@ class JobRunner:
         for proc in procs:
             proc.kill_group()
         return ended
+
+    def interrupt(self) -> bool:
+        """Take this spot job's instances back at its next look; False when it is not a spot job."""
+        if self.spot is None:
+            return False
+        self.spot.request()
+        return True
 
     def is_alive(self) -> bool:
         """True while the job's thread runs."""
@@ -444,7 +534,9 @@ class JobRunner:
             self._fail(interrupt.reason)
             return
         self._upload(required=False)
-        if interrupt.kind == "max_runtime":
+        if interrupt.kind == "max_wait":
+            self._update(lambda r: finish(r, "Stopped", "MaxWaitTimeExceeded", MAX_WAIT_EXCEEDED_MESSAGE))
+        elif interrupt.kind == "max_runtime":
             self._update(
                 lambda r: finish(
                     r,

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from airflow_hetero.local.training.spot import billable_seconds
+
 TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
 RECORD_FILE = "job.json"
 log = logging.getLogger(__name__)
@@ -46,6 +48,12 @@ def _write_json(path: Path, data: Any) -> None:
         raise
 
 
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` to ``path`` atomically (temp file + rename): a crash never leaves half a file
+    (the offline queue's store writes its files so too)."""
+    _write_json(path, data)
+
+
 def add_transition(record: dict[str, Any], status: str, message: str, now: float | None = None) -> None:
     """Move ``record`` to SecondaryStatus ``status``: close the open transition, open a new one."""
     now = time.time() if now is None else now
@@ -69,6 +77,9 @@ def finish(record: dict[str, Any], status: str, secondary: str, message: str, no
 
     ``BillableTimeInSeconds`` is wall-clock seconds, as the API defines it (the bill multiplies it
     by the instance count); ``ModelArtifacts`` is set on every ended job, as SageMaker does.
+    ``TrainingTimeInSeconds`` counts the runs of a job (``_TrainedSeconds`` of the runs a spot
+    interruption ended, plus the open one since ``_RunStart``), not the waits between them; a spot job
+    (``_SpotSaving``, the endpoint's stand-in discount) bills that time less the discount.
     """
     now = time.time() if now is None else now
     add_transition(record, secondary, message, now)
@@ -78,9 +89,14 @@ def finish(record: dict[str, Any], status: str, secondary: str, message: str, no
     record.setdefault("ModelArtifacts", {"S3ModelArtifacts": model_uri(record)})
     start = record.get("TrainingStartTime")
     if start is not None:
-        seconds = max(1, round(now - start))
+        if "_RunStart" in record or "_TrainedSeconds" in record:
+            run_start = record.get("_RunStart")
+            trained = float(record.get("_TrainedSeconds", 0.0)) + (now - run_start if run_start is not None else 0.0)
+        else:  # a record of an endpoint before runs were counted
+            trained = now - start
+        seconds = max(1, round(trained))
         record["TrainingTimeInSeconds"] = seconds
-        record["BillableTimeInSeconds"] = seconds
+        record["BillableTimeInSeconds"] = billable_seconds(seconds, record.get("_SpotSaving"))
 
 
 class JobStore:
