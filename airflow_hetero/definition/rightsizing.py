@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.fallbacks import Candidate
@@ -45,6 +45,13 @@ class RightSizingError(ValueError):
     """A right-sizing policy that cannot hold: the message names the field (``rightsizing.<path>: ...``)."""
 
 
+def _no_bool(value: Any) -> Any:
+    """A count is a whole number (a rendered template's ``"8"`` is one); ``True`` is not."""
+    if isinstance(value, bool):
+        raise ValueError(f"a number, not {value}")
+    return value
+
+
 class GroupBounds(BaseModel):
     """What a right-sized group may become: ``min_count`` to ``max_count`` instances (both included).
 
@@ -53,9 +60,14 @@ class GroupBounds(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    min_count: int = Field(default=1, ge=1, strict=True)
-    max_count: int = Field(ge=1, strict=True)
+    min_count: int = Field(default=1, ge=1)
+    max_count: int = Field(ge=1)
     types: list[str] | None = None
+
+    @field_validator("min_count", "max_count", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return _no_bool(value)
 
     @model_validator(mode="after")
     def _ordered(self) -> GroupBounds:
@@ -87,9 +99,14 @@ class RightSizing(BaseModel):
     objective: Literal["cost", "time"] = "cost"
     tolerance: float = Field(default=0.05, ge=0, lt=1)
     mode: Literal["recommend", "apply"] = "recommend"
-    agree_runs: int = Field(default=2, ge=1, le=10, strict=True)
-    history: int = Field(default=6, ge=1, le=50, strict=True)
+    agree_runs: int = Field(default=2, ge=1, le=10)
+    history: int = Field(default=6, ge=1, le=50)
     summary_task_id: str | None = None
+
+    @field_validator("agree_runs", "history", "tolerance", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return _no_bool(value)
 
     @model_validator(mode="after")
     def _history_holds_agreement(self) -> RightSizing:

@@ -206,6 +206,9 @@ GROUPS = {
         ({"groups": {DATA: {"max_count": 2}}, "agree_runs": 3, "history": 2}, "history 2 keeps fewer runs"),
         ({"groups": {DATA: {"max_count": 2}}, "speed": 1}, "rightsizing.speed: Extra inputs"),
         ({"groups": {DATA: {"max_count": 2, "types": []}}}, "types, when given"),
+        ({"groups": {DATA: {"max_count": True}}}, "rightsizing.groups.data_group.max_count: a number, not True"),
+        ({"groups": {DATA: {"max_count": 2}}, "agree_runs": False}, "rightsizing.agree_runs: a number, not False"),
+        ({"groups": {DATA: {"max_count": "2.5"}}}, "rightsizing.groups.data_group.max_count: Input should be a valid"),
     ],
 )
 def test_a_bad_policy_names_its_field(value: dict[str, Any], message: str) -> None:
@@ -225,6 +228,14 @@ def test_a_bad_policy_names_its_field(value: dict[str, Any], message: str) -> No
 def test_a_policy_that_does_not_fit_the_job_names_its_field(groups: dict[str, Any], message: str) -> None:
     with pytest.raises(RightSizingError, match=message.replace(".", r"\.")):
         check_policy(RightSizing.of({"groups": groups}), GROUPS)
+
+
+def test_a_rendered_policy_has_strings_for_numbers() -> None:
+    rendered = RightSizing.of(
+        {"groups": {DATA: {"min_count": "2", "max_count": "8"}}, "agree_runs": "3", "tolerance": "0.1"}
+    )
+    assert (rendered.groups[DATA].min_count, rendered.groups[DATA].max_count) == (2, 8)
+    assert (rendered.agree_runs, rendered.tolerance) == (3, 0.1)
 
 
 def test_a_policy_needs_instance_groups_and_reads_both_forms() -> None:
