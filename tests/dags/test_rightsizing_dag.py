@@ -10,7 +10,8 @@ utilisation the summary reads from the endpoint's CloudWatch really follows the 
 
 * ``starved``: prep 6 x train. 1 data host: trainer 17% of its quarter, waiting; 2: 33%, waiting; 4: 67%,
   busy. The task grows the data group 1 -> 2 -> 4 (one step at most doubles; on a busy machine the verdict
-  may find 3 enough) and stops there.
+  may find 3 enough) and stops there: the verdict holds the count, or, when the trainer's figure hovers at the
+  waiting threshold from run to run, the runs disagree and the count stays.
 * ``over``: prep = train, 4 data hosts each busy a quarter of the time: over-provisioned; 2 would do. The
   task shrinks 4 -> 2 and stays.
 """
@@ -142,8 +143,9 @@ def dag_module(airflow_db: None, endpoint: LocalEndpoint, monkeypatch: pytest.Mo
 
 def run_days(dag: Any, most: int, endpoint: LocalEndpoint) -> list[dict[str, Any]]:
     """Run ``dag`` once per logical date, one day apart, until the summary says the next run keeps its count
-    on full evidence (or ``most`` runs); per run: the data group's count the job really ran, the training
-    task's decision and return value, the summary's record, next decision and the summary itself."""
+    on full evidence (the verdict holds it, or the latest runs disagree), or ``most`` runs. Per run: the data
+    group's count the job really ran, the training task's decision and return value, the summary's record,
+    next decision and the summary itself."""
     from airflow_hetero._compat import AIRFLOW_V_3
 
     sagemaker = endpoint.client("sagemaker")
@@ -168,8 +170,8 @@ def run_days(dag: Any, most: int, endpoint: LocalEndpoint) -> list[dict[str, Any
                 "summary": train.xcom_pull(task_ids="summarize"),
             }
         )
-        if upcoming["groups"][0]["reason"] == "the verdict holds it":
-            break
+        if upcoming["groups"][0]["reason"] in ("the verdict holds it", "the latest runs disagree"):
+            break  # a full streak of evidence at this count, and no change: it stops here
     return runs
 
 
@@ -201,9 +203,11 @@ def test_a_starved_data_group_grows_to_balance_and_stops(dag_module: Any, endpoi
     assert ran[:2] == [1, 1] and ran == sorted(ran) and ran[-1] in (3, 4), trace
     assert _steps(runs) == [(1, 2), (2, ran[-1])], trace  # x2 at most per step: the verdict asked for 4 at once
     assert all(r["record"]["verdict"]["bottleneck"] == "data_group" for r in runs if r["ran"] == 1), trace
-    # balanced; on a loaded machine the 5 hosts may get less than their quarter each (not_saturated): either way
-    # the data group no longer holds the job back
-    assert runs[-1]["record"]["verdict"]["kind"] in ("balanced", "not_saturated"), trace
+    # at the final count the verdict calls the cluster balanced (on a loaded machine the hosts may get less than
+    # their quarter each: not_saturated), in every run or, when the trainer's figure hovers at the waiting
+    # threshold, in some: then the runs disagree and the count stays (no oscillation)
+    last = [r["record"]["verdict"]["kind"] for r in runs if r["ran"] == ran[-1]]
+    assert any(kind in ("balanced", "not_saturated") for kind in last), trace
     grown = next(r for r in runs if r["ran"] == 2)
     assert grown["result"] == {
         "mode": "apply",
