@@ -142,3 +142,42 @@ def test_the_instance_groups_page_shows_the_next_runs_decision() -> None:
     assert "<b>Right-sizing (recommend, objective cost): the next run uses data_group=1</b>" in page
     assert "<li>data_group: &lt;b&gt;kept&lt;/b&gt;</li>" in page  # escaped: group names come from the job
     assert "Right-sizing" not in render_page(run, where="w")
+
+
+def test_the_task_decides_from_earlier_xcoms_and_resets_on_a_run_without_a_record() -> None:
+    """decide_now with a task instance whose earlier runs pushed a decision (r2) and a record: of r2, or of an
+    older run (r2's summary did not run)."""
+    from airflow_hetero.job.rightsizing import record_of_summary
+
+    job = {**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_count": 1}, JOB["instance_groups"][1]]}
+    policy = {"groups": {CPU: {"max_count": 4}}, "mode": "apply", "summary_task_id": "summarize"}
+    op = operator(job=job, rightsizing=policy)
+    fingerprint = op.fingerprint([CPU])
+    hook = MagicMock()
+    hook.training_prices.return_value = {t: MagicMock(per_hour=p) for t, p in PRICES.items()}  # the records' types
+    op.make_hook = lambda: hook  # type: ignore[method-assign]
+
+    def starved(run_id: str) -> dict[str, Any]:
+        run = summary(1, ratio=5, name=run_id)
+        run["groups"] = {CPU if g == DATA else g: v for g, v in run["groups"].items()}
+        run["verdict"]["suggestion"]["group"] = CPU
+        return record_of_summary(run, {"fingerprint": fingerprint, "counts": {CPU: 1}}, run_id)
+
+    previous = {"run_id": "r2", "fingerprint": fingerprint, "counts": {CPU: 1}, "history": [starved("r1")]}
+
+    def ti_with(record: dict[str, Any]) -> MagicMock:
+        pulled = {("train", "rightsizing"): previous, ("summarize", "rightsizing_record"): record}
+        ti = MagicMock(run_id="r3", map_index=-1)
+        ti.xcom_pull.side_effect = lambda task_ids, key, **_: pulled.get((task_ids, key))
+        return ti
+
+    decided = op.decide_now({"ti": ti_with(starved("r2"))})  # type: ignore[arg-type]
+    assert decided["counts"] == {CPU: 2} and decided["evidence"] == 2 and decided["run_id"] == "r3"
+    assert decided["groups"][0]["action"] == "changed" and decided["written"] == {CPU: 1}
+    reset = op.decide_now({"ti": ti_with(starved("r1"))})  # type: ignore[arg-type]
+    assert reset["counts"] == {CPU: 1} and reset["evidence"] == 0
+    assert reset["reset"] == "run r2 left no record (its summary task did not record it)"
+    hook.training_prices.side_effect = RuntimeError("no pricing here")  # the decision stands without prices
+    unpriced = op.decide_now({"ti": ti_with(starved("r2"))})  # type: ignore[arg-type]
+    assert unpriced["prices"] == {} and unpriced["groups"][0]["action"] == "kept"
+    assert "no price or run length" in unpriced["groups"][0]["reason"]
