@@ -110,6 +110,7 @@ _GROUP_VERDICT = _shape(
         "resource": _STR,
         **dict.fromkeys(("busy_percent", "peak_percent", "instance_seconds", "waiting_share"), _NUM),
         **dict.fromkeys(("waiting_instance_seconds", "memory_percent", "disk_percent"), _NUM),
+        "spot_saved_instance_seconds": _NUM,
         **dict.fromkeys(("instance_count", "cpus", "gpus", "suggested_count"), _INT),
         "over_provisioned": _BOOL,
         "effect": _EFFECT,
@@ -141,7 +142,7 @@ _GROUP_COST = _shape(
         **dict.fromkeys(("instance_seconds", "price_per_hour", "cost"), _or_none(_NUM)),
         **dict.fromkeys(("waiting_instance_seconds", "waiting_cost"), _or_none(_NUM)),
     },
-    {"reason": _STR},
+    {"reason": _STR, "spot_saving": _NUM},
 )
 _PRICE = _shape({"per_hour": _or_none(_NUM), "currency": _STR}, {"source": _STR, "description": _STR})
 _SPOT = _shape({"billable_seconds": _or_none(_INT), "training_seconds": _or_none(_INT), "ratio": _or_none(_NUM)})
@@ -155,7 +156,8 @@ _COST = _shape(
         "estimate": _BOOL,
         "spot": _or_none(_SPOT),
         "notes": _list_of(_STR),
-    }
+    },
+    {"spot_saving": _NUM},
 )
 _COST_HEADLINE = _without("groups", _shape({"currency": _STR}, {"total": _or_none(_NUM), "waiting": _or_none(_NUM)}))
 
@@ -188,7 +190,7 @@ _GROUP = _shape(
         "utilization": _or_none(_UTILIZATION),
         "instance_seconds": _or_none(_NUM),
     },
-    {"devices": _DEVICES, "series": _or_none(_SERIES), **_HOST_LIST_TOTALS},
+    {"devices": _DEVICES, "series": _or_none(_SERIES), "spot_saved_instance_seconds": _NUM, **_HOST_LIST_TOTALS},
 )
 _UNMAPPED = _shape({"hosts": _list_of(_STR), **_LOG_PART}, _HOST_LIST_TOTALS)
 _SKELETON_GROUP = _shape(dict.fromkeys(("instance_count", "errors"), _or_none(_INT)))

@@ -6,7 +6,9 @@ Formulas (documented in docs/instance-groups.md):
   the verdict's ``waiting_instance_seconds`` x price / 3600; the job's total and waiting cost are
   the sums (None when a group's price is unknown, with the reason in ``notes``);
 * managed spot training: the on-demand price x instance count x TrainingTimeInSeconds x
-  (BillableTimeInSeconds / TrainingTimeInSeconds), the job's own ratio; an estimate;
+  (BillableTimeInSeconds / TrainingTimeInSeconds), the job's own ratio; an estimate; each group's
+  spot saving = its ``spot_saved_instance_seconds`` (count x (TrainingTimeInSeconds -
+  BillableTimeInSeconds)) x price / 3600, what the same time would have cost on demand less the cost;
 * scaling the bottleneck group from n to m: per hour ``(m - n) x price``; the run's length under the
   verdict's model is ``T x u / min(target, u x m / n)`` (u: the waiting group's busy percent): the
   waiting group's utilisation grows with the bottleneck's count until it reaches the target; per run
@@ -70,6 +72,9 @@ def _group_cost(group: GroupSummary, judged: GroupVerdict | None, price: Price |
         out["reason"] = "no instance-seconds: the job has not started training"
     else:
         out["cost"] = _money(float(seconds) * price.per_hour / 3600)
+        saved = group.get("spot_saved_instance_seconds")
+        if saved is not None:
+            out["spot_saving"] = _money(float(saved) * price.per_hour / 3600)
         if waiting is not None:
             out["waiting_cost"] = _money(float(waiting) * price.per_hour / 3600)
     return out
@@ -97,15 +102,21 @@ def job_cost(
     waited = known and all(w is not None for w in waits)
     spot = spot_ratio(describe)
     if spot is not None:
+        ratio = spot["ratio"]
         notes.append(
             "managed spot training: on-demand price x billable time, which AWS reduces by the spot saving "
-            + (f"(billable/training = {spot['ratio']:g}): " if spot["ratio"] is not None else "(not known yet): ")
+            + (
+                f"(billable/training = {ratio:g}, {1 - ratio:.0%} saved): "
+                if ratio is not None
+                else "(not known yet): "
+            )
             + "an estimate"
         )
+    savings = [c.get("spot_saving") for c in per_group.values()]
     if partial:
         notes.append("the job is still running: the cost so far")
     entries: dict[str, PriceEntry] = {name: price.as_dict() for name, price in sorted(prices.items())}  # type: ignore[misc]
-    return {
+    out: Cost = {
         "currency": currency,
         "total": _money(sum(c for c in costs if c is not None)) if known else None,
         "waiting": _money(sum(w for w in waits if w is not None)) if waited else None,
@@ -115,6 +126,9 @@ def job_cost(
         "spot": spot,
         "notes": notes,
     }
+    if savings and None not in savings:
+        out["spot_saving"] = _money(sum(s for s in savings if s is not None))
+    return out
 
 
 def _hourly(groups: Mapping[str, GroupSummary], prices: Mapping[str, Price]) -> float | None:

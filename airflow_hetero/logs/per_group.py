@@ -152,6 +152,15 @@ def instance_seconds(count: int, describe: Mapping[str, Any], now: datetime | No
     return round(count * (window[1] - window[0]), 3) if window else None
 
 
+def spot_saved_instance_seconds(count: int, describe: Mapping[str, Any]) -> float | None:
+    """A managed spot group's instance time not billed: count x (TrainingTimeInSeconds - BillableTimeInSeconds);
+    None for an on-demand job or while either is unknown."""
+    training, billable = describe.get("TrainingTimeInSeconds"), describe.get("BillableTimeInSeconds")
+    if describe.get("EnableManagedSpotTraining") is not True or training is None or billable is None:
+        return None
+    return float(count * max(0, int(training) - int(billable)))
+
+
 def aggregate_utilization(
     hosts: Iterable[str],
     datapoints: Mapping[str, Mapping[str, Iterable[Datapoint]]],
@@ -315,6 +324,9 @@ def _group_entry(
         ),
         "instance_seconds": instance_seconds(count, options.describe, options.now) if options.describe else None,
     }
+    saved = spot_saved_instance_seconds(count, options.describe) if options.describe else None
+    if saved is not None:
+        entry["spot_saved_instance_seconds"] = saved
     series = options.series
     if series is not None:
         entry["series"] = (

@@ -166,7 +166,8 @@ class Devices(TypedDict):
 
 class GroupSummary(LogPart, HostListTotals):
     """One instance group. Key order: ``instance_type``, ``instance_count``, ``devices``, ``hosts``,
-    ``mapped_by``, the :class:`LogPart` keys, ``utilization``, ``instance_seconds``, ``series``."""
+    ``mapped_by``, the :class:`LogPart` keys, ``utilization``, ``instance_seconds``,
+    ``spot_saved_instance_seconds``, ``series``."""
 
     instance_type: str | None
     instance_count: int
@@ -175,6 +176,8 @@ class GroupSummary(LogPart, HostListTotals):
     mapped_by: dict[str, str]  # host -> the evidence that put it here (logs.mapping.SOURCES)
     utilization: Utilization | None  # None: metrics were not read
     instance_seconds: float | None
+    #: managed spot only: count x (TrainingTimeInSeconds - BillableTimeInSeconds), the instance time not billed
+    spot_saved_instance_seconds: NotRequired[float]
     series: NotRequired[Series | None]  # summarize_training_job's; None: not read or none published
 
 
@@ -197,6 +200,7 @@ class GroupVerdict(TypedDict, total=False):
     instance_seconds: float
     waiting_share: float
     waiting_instance_seconds: float
+    spot_saved_instance_seconds: float  # managed spot: the summary group's
     over_provisioned: bool  # only when True
     suggested_count: int
     effect: SuggestionEffect  # of suggested_count, when the summary was given prices
@@ -266,6 +270,7 @@ class GroupCost(TypedDict):
     waiting_instance_seconds: float | None  # the verdict's
     waiting_cost: float | None
     reason: NotRequired[str]
+    spot_saving: NotRequired[float]  # managed spot: spot_saved_instance_seconds x price per hour / 3600
 
 
 class PriceEntry(TypedDict):
@@ -296,6 +301,7 @@ class Cost(TypedDict):
     estimate: bool  # a spot job or a running one: the figures are estimates
     spot: SpotRatio | None
     notes: list[str]
+    spot_saving: NotRequired[float]  # managed spot: every group's spot_saving (left out when one is unknown)
 
 
 @final  # so that ``"groups" in cost`` tells a whole cost from a headline

@@ -136,7 +136,8 @@ def cost_lines(cost: Cost | CostHeadline) -> list[str]:
     if "groups" not in cost:  # cut by the size bound to its total
         total, waited = _money(cost.get("total")), _money(cost.get("waiting"))
         return [f"cost: {total} {currency} in all, waiting {waited} {currency} (details cut to fit max_xcom_bytes)"]
-    rows = [["group", "instance-s", f"{currency}/h", "cost", "waiting s", "waiting cost"]]
+    spot = cost.get("spot") is not None
+    rows = [["group", "instance-s", f"{currency}/h", "cost", "waiting s", "waiting cost", *(["spot saving"] * spot)]]
     for name, g in cost["groups"].items():
         rows.append(
             [
@@ -146,6 +147,7 @@ def cost_lines(cost: Cost | CostHeadline) -> list[str]:
                 "unknown" if g["cost"] is None else _money(g["cost"]),
                 _seconds(g["waiting_instance_seconds"]),
                 _money(g["waiting_cost"]),
+                *([_money(g.get("spot_saving"))] * spot),
             ]
         )
     seconds = [g["instance_seconds"] for g in cost["groups"].values()]
@@ -158,6 +160,7 @@ def cost_lines(cost: Cost | CostHeadline) -> list[str]:
             "unknown" if cost["total"] is None else _money(cost["total"]),
             _seconds(round(sum(w for w in waiting if w is not None), 1)) if None not in waiting else "-",
             _money(cost["waiting"]),
+            *([_money(cost.get("spot_saving"))] * spot),
         ]
     )
     lines = _grid(rows)

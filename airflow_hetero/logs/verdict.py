@@ -138,6 +138,7 @@ def _assess(group: GroupSummary, cap: Capacity, limits: Thresholds) -> dict[str,
         "instance_seconds": group.get("instance_seconds"),
         "waiting_share": None,
         "waiting_instance_seconds": None,
+        "spot_saved_instance_seconds": group.get("spot_saved_instance_seconds"),
         "over_provisioned": False,
         "suggested_count": None,
     }
@@ -355,6 +356,7 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
             )
             + (f"{seconds:g} instance-seconds" if seconds is not None else "instance-seconds unknown")
             + (f", waiting {share:.0%} of the time" if share is not None else "")
+            + _spot_part(seconds, g.get("spot_saved_instance_seconds"))
             + f" [{state_label(g)}]"
         )
     waiting = _waiting_line(verdict)
@@ -368,6 +370,14 @@ def format_verdict(verdict: Verdict | VerdictHeadline) -> str:
             lines.append(effect_line(name, g["effect"]))
     lines.extend(f"  note: {note}" for note in (full["notes"] if full else ()))
     return "\n".join(lines)
+
+
+def _spot_part(billed: float | None, saved: float | None) -> str:
+    """``, spot saved 700 instance-seconds (70%)`` for a managed spot group, else nothing."""
+    if saved is None:
+        return ""
+    share = f" ({saved / (billed + saved):.0%})" if billed is not None and billed + saved > 0 else ""
+    return f", spot saved {saved:g} instance-seconds{share}"
 
 
 def _waiting_line(verdict: Verdict | VerdictHeadline) -> str | None:

@@ -206,20 +206,25 @@ def _cost_table(cost: Cost | CostHeadline) -> str:
     currency = escape(str(cost.get("currency")))
     if "groups" not in cost:
         return f'<p class="muted">Cost: {_money(cost.get("total"))} {currency} (details cut to fit the XCom bound)</p>'
+    spot = cost.get("spot") is not None  # a managed spot job: what each group saved
     rows = [
         f"<tr><th>group</th><th>instance-seconds</th><th>{currency}/h</th><th>cost</th>"
-        "<th>waiting instance-seconds</th><th>waiting cost</th></tr>"
+        "<th>waiting instance-seconds</th><th>waiting cost</th>" + ("<th>spot saving</th>" if spot else "") + "</tr>"
     ]
     for name, g in cost["groups"].items():
         reason = f' title="{escape(g["reason"])}"' if "reason" in g else ""
         rows.append(
             f"<tr><td>{escape(name)}</td><td>{_num(g['instance_seconds'])}</td><td>{_money(g['price_per_hour'])}</td>"
             f"<td{reason}>{_money(g['cost'])}</td><td>{_num(g['waiting_instance_seconds'])}</td>"
-            f"<td>{_money(g['waiting_cost'])}</td></tr>"
+            f"<td>{_money(g['waiting_cost'])}</td>"
+            + (f"<td>{_money(g.get('spot_saving'))}</td>" if spot else "")
+            + "</tr>"
         )
     rows.append(
         f"<tr><th>total</th><th></th><th></th><th>{_money(cost['total'])}</th><th></th>"
-        f"<th>{_money(cost['waiting'])}</th></tr>"
+        f"<th>{_money(cost['waiting'])}</th>"
+        + (f"<th>{_money(cost.get('spot_saving'))}</th>" if spot else "")
+        + "</tr>"
     )
     parts = [f"<h2>Cost <span class='muted'>{currency}</span></h2><table>{''.join(rows)}</table>"]
     for name, price in cost["prices"].items():

@@ -1,4 +1,5 @@
-"""docs/cost.md, Managed spot: its example definition is valid, renders and is refused as the page shows."""
+"""docs/cost.md, Managed spot: its example definition is valid, renders and is refused as the page shows; the
+offline endpoint's interruption example runs and prints what the page shows."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_the_spot_example_validates_renders_and_is_refused_as_shown(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (definition,) = _blocks("yaml")
-    valid, refused = _blocks("text")
+    valid, refused = _blocks("text")[:2]  # then the checkpoint layout and the offline example's output
     (rendered,) = _blocks("json")
     monkeypatch.chdir(tmp_path)
     Path("spot-job.yaml").write_text(definition)
@@ -45,6 +46,31 @@ def test_the_spot_example_validates_renders_and_is_refused_as_shown(
     Path("spot-job.yaml").write_text(yaml.safe_dump({**data, "max_wait": 3600}))
     assert main(["validate", "spot-job.yaml"]) == 2
     assert capsys.readouterr().err == refused
+
+
+@pytest.mark.slow
+def test_the_offline_interruption_example_prints_what_the_page_shows(tmp_path: Path) -> None:
+    """Every host of both groups restarted once from its own checkpoint folder, billed at the stand-in saving."""
+    from support.doc_examples import run_example
+
+    done, shown = run_example("cost.md", "spot-offline", tmp_path)
+    assert shown is not None and done.stdout == shown
+
+
+def test_the_offline_options_are_the_endpoints() -> None:
+    """The options table names every spot option LocalEndpoint and local serve take, with their defaults."""
+    import inspect
+
+    from airflow_hetero.local import LocalEndpoint
+    from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
+
+    section = _section("Managed spot")
+    parameters = inspect.signature(LocalEndpoint).parameters
+    spot = [name for name in parameters if name.startswith("spot_") or name == "checkpoint_sync_interval"]
+    assert len(spot) == 6
+    for name in spot:
+        assert f"`{name}" in section and f"--{name.replace('_', '-')}" in section
+    assert f"| `{STAND_IN_SPOT_SAVING:g}` |" in section and "**stand-in**" in section
 
 
 def test_the_page_is_in_the_nav() -> None:

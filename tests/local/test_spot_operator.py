@@ -124,7 +124,8 @@ def trained_epoch(s3: Any, base: str) -> int:
 
 
 class Interrupter(threading.Thread):
-    """Interrupts the job named ``base...`` twice: after its first saved epoch, then after a later one."""
+    """Interrupts the job named ``base...`` twice: after its first saved epoch, then once the restarted job has
+    saved a later one than it resumed from. ``at``: the epoch each restart resumes from."""
 
     def __init__(self, endpoint: LocalEndpoint, base: str) -> None:
         super().__init__(name=f"interrupter-{base}", daemon=True)
@@ -137,12 +138,13 @@ class Interrupter(threading.Thread):
         try:
             sm, s3 = self.endpoint.client("sagemaker"), self.endpoint.client("s3")
             name = self._wait(lambda: self._job_name(sm))
-            for _ in range(2):
+            for count in (1, 2):
                 after = self.at[-1] if self.at else 0
-                epoch = self._wait(lambda after=after: self._training_beyond(sm, s3, name, after))
+                self._wait(lambda after=after: self._training_beyond(sm, s3, name, after))
                 self.endpoint.interrupt(name)
-                self.at.append(epoch)
-                self._wait(lambda: sm.describe_training_job(TrainingJobName=name)["SecondaryStatus"] != "Training")
+                self._wait(lambda count=count: self._interrupted(sm, name) == count)
+                # the hosts' last checkpoints are copied before Interrupted: what the restart resumes from
+                self.at.append(trained_epoch(s3, self.base))
         except BaseException as exc:  # the test reports it
             self.error = exc
         finally:
@@ -151,6 +153,11 @@ class Interrupter(threading.Thread):
     def _job_name(self, sm: Any) -> str | None:
         jobs = sm.list_training_jobs(NameContains=self.base)["TrainingJobSummaries"]
         return str(jobs[0]["TrainingJobName"]) if jobs else None
+
+    @staticmethod
+    def _interrupted(sm: Any, name: str) -> int:
+        transitions = sm.describe_training_job(TrainingJobName=name)["SecondaryStatusTransitions"]
+        return sum(t["Status"] == "Interrupted" for t in transitions)
 
     def _training_beyond(self, sm: Any, s3: Any, name: str, after: int) -> int | None:
         epoch = trained_epoch(s3, self.base)

@@ -98,6 +98,46 @@ def test_spot_jobs_use_the_jobs_own_ratio_and_are_an_estimate() -> None:
     assert cost["estimate"] is True and "billable/training = 0.25" in cost["notes"][0]
 
 
+def test_each_group_shows_its_spot_saving_in_cost_table_and_verdict() -> None:
+    """A spot job's groups: instance time not billed = count x (training - billable); its money at each group's
+    price, in the cost, the cost table's spot saving column and the verdict's group lines."""
+    from airflow_hetero.logs.per_group import spot_saved_instance_seconds
+
+    describe = {"EnableManagedSpotTraining": True, "BillableTimeInSeconds": 180, "TrainingTimeInSeconds": 600}
+    groups = data_bound()
+    for g in groups.values():
+        g["instance_seconds"] = 180.0 * g["instance_count"]
+        g["spot_saved_instance_seconds"] = spot_saved_instance_seconds(g["instance_count"], describe)
+    assert groups["data_group"]["spot_saved_instance_seconds"] == 2 * 420.0
+    verdict = judge_groups(groups, partial=False, prices=PRICES)
+    cost = job_cost(groups, verdict, PRICES, currency="USD", describe=describe, partial=False)
+    data, train = cost["groups"]["data_group"], cost["groups"]["train_group"]
+    assert data["spot_saving"] == round(840 * 3.672 / 3600, 4)
+    assert train["spot_saving"] == round(420 * 37.688 / 3600, 4)
+    assert cost["spot_saving"] == round(data["spot_saving"] + train["spot_saving"], 4)
+    assert "billable/training = 0.3, 70% saved" in cost["notes"][0]
+    table = format_table({"training_job_name": "j", "status": "Completed", "groups": {}, "cost": cost})
+    header = next(line for line in table.splitlines() if "waiting cost" in line)
+    assert header.rstrip().endswith("spot saving")
+    total = next(line for line in table.splitlines() if line.startswith("total"))
+    assert total.split()[-1] == f"{cost['spot_saving']:.4g}"
+    text = format_verdict(verdict)
+    assert "data_group: CPUs 96% busy (peak 96%), 360 instance-seconds, spot saved 840" in text
+    assert ", spot saved 840 instance-seconds (70%)" in text and ", spot saved 420 instance-seconds (70%)" in text
+
+
+def test_an_on_demand_job_has_no_spot_saving() -> None:
+    from airflow_hetero.logs.per_group import spot_saved_instance_seconds
+
+    assert spot_saved_instance_seconds(2, {"BillableTimeInSeconds": 10, "TrainingTimeInSeconds": 10}) is None
+    assert spot_saved_instance_seconds(2, {"EnableManagedSpotTraining": True, "TrainingTimeInSeconds": 10}) is None
+    groups = data_bound()
+    cost = job_cost(groups, judge_groups(groups, partial=False), PRICES, currency="USD", describe={}, partial=False)
+    assert "spot_saving" not in cost and all("spot_saving" not in g for g in cost["groups"].values())
+    table = format_table({"training_job_name": "j", "status": "Completed", "groups": {}, "cost": cost})
+    assert "spot saving" not in table and "spot saved" not in format_verdict(judge_groups(groups, partial=False))
+
+
 def test_the_bottleneck_suggestion_in_money_and_time() -> None:
     groups = data_bound()
     verdict = judge_groups(groups, partial=False, prices=PRICES)

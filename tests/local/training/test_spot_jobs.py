@@ -23,6 +23,9 @@ from support.service_model import check_answer
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.api.spot_control import INTERRUPT_PATH, interrupt_job
 from airflow_hetero.local.training.spot import SpotOptions, SpotSchedule, billable_seconds
+from airflow_hetero.logs.summarize import summarize_training_job
+from airflow_hetero.logs.table import format_table
+from airflow_hetero.pricing.price_list import Price
 from airflow_hetero.sagemaker_facts import (
     MAX_WAIT_EXCEEDED_MESSAGE,
     SPOT_INTERRUPTED_MESSAGE,
@@ -119,7 +122,7 @@ def test_a_job_interrupted_twice_on_demand_restarts_every_host_from_its_checkpoi
     sm.create_training_job(**spot_request(s3, name))
     wait_for(every_host(s3, name, 1), "a first checkpoint of every host")
     assert endpoint.interrupt(name)["TrainingJobName"] == name
-    wait(sm, name, secondary="Interrupted")
+    wait_for(lambda: "Interrupted" in statuses(sm.describe_training_job(TrainingJobName=name)), "Interrupted")
     wait_for(every_host(s3, name, 2), "a checkpoint of every host's second run")
     assert interrupt_job(endpoint.url, name)["SecondaryStatus"] == "Training"  # the control route
     done = wait(sm, name, timeout=120)
@@ -143,19 +146,34 @@ def test_a_job_interrupted_twice_on_demand_restarts_every_host_from_its_checkpoi
     assert trained <= round(done["TrainingEndTime"].timestamp() - done["TrainingStartTime"].timestamp())
     assert done["BillableTimeInSeconds"] == max(1, round(trained * (1 - STAND_IN_SPOT_SAVING))) < trained
     check_answer("DescribeTrainingJob", done)
+    # the summary, its cost and verdict show each group's saving: count x (training - billable) seconds
+    prices = {t: Price(t, 1.0 + i, "USD", "override") for i, (_, t, _) in enumerate(GROUPS)}
+    summary = summarize_training_job(
+        name,
+        logs_client=endpoint.client("logs"),
+        cloudwatch_client=endpoint.client("cloudwatch"),
+        sagemaker_client=sm,
+        prices=prices,
+    )
+    unbilled = trained - done["BillableTimeInSeconds"]
+    for group, instance_type, count in GROUPS:
+        assert summary["groups"][group]["spot_saved_instance_seconds"] == count * unbilled
+        saving = summary["cost"]["groups"][group]["spot_saving"]
+        assert saving == round(count * unbilled * prices[instance_type].per_hour / 3600, 4)
+    assert "spot saving" in format_table(summary)
 
 
 def test_seeded_random_interruptions_restart_the_job_until_it_completes(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """Every second of training draws an interruption with probability 1: each run longer than that ends
-    Interrupted, the checkpoints carry the steps over, and the job completes."""
+    """Every 2 s of training draws an interruption with probability 1: each run longer than that ends
+    Interrupted, the checkpoints carry the steps over, and the job completes (a run does about 6 steps)."""
     with LocalEndpoint(
         workdir=tmp_path_factory.mktemp("seeded"),
         stop_grace=1.0,
         seed=7,
         spot_interrupt_probability=1.0,
-        spot_interrupt_interval=1.0,
+        spot_interrupt_interval=2.0,
         spot_restart_delay=0.2,
         spot_saving=0.5,
         checkpoint_sync_interval=0.2,
@@ -163,7 +181,7 @@ def test_seeded_random_interruptions_restart_the_job_until_it_completes(
         sm, s3 = ep.client("sagemaker"), ep.client("s3")
         s3.create_bucket(Bucket=BUCKET)
         name = unique("spot-seeded")
-        sm.create_training_job(**spot_request(s3, name, steps=5, pause=0.4))
+        sm.create_training_job(**spot_request(s3, name, steps=10, pause=0.3))
         done = wait(sm, name, timeout=180)
         s3_models = models(s3, done)
     assert done["TrainingJobStatus"] == "Completed", done.get("FailureReason")
@@ -172,7 +190,7 @@ def test_seeded_random_interruptions_restart_the_job_until_it_completes(
     # a run interrupted before a host's script wrote its state leaves that host's count behind
     runs = sorted(state["runs"] for state in s3_models.values())
     assert runs[0] > 1 and runs[-1] <= interruptions + 1, (runs, interruptions)
-    assert all(state["steps"] == 5 for state in s3_models.values())
+    assert all(state["steps"] == 10 for state in s3_models.values())
     assert done["BillableTimeInSeconds"] == max(1, round(done["TrainingTimeInSeconds"] * 0.5))
 
 
@@ -222,13 +240,15 @@ def test_billable_time_is_the_discounted_training_time() -> None:
 
 def test_max_wait_counts_the_wait_for_capacity_and_stops_the_job(tmp_path_factory: pytest.TempPathFactory) -> None:
     """MaxWaitTimeInSeconds is wall time since the job was created, the wait after an interruption included;
-    MaxRuntime counts training only: the job trained less than its MaxRuntime when MaxWait stopped it."""
+    MaxRuntime counts training only: the job trained less than its MaxRuntime when MaxWait stopped it.
+
+    The interruption is asked for at once, so it comes at the run's first look, as soon as its hosts run (no
+    checkpoint to wait for): the hosts' start-up on a busy machine is all that must fit in MaxRuntime."""
     with LocalEndpoint(workdir=tmp_path_factory.mktemp("maxwait"), stop_grace=1.0, spot_restart_delay=600) as ep:
         sm, s3 = ep.client("sagemaker"), ep.client("s3")
         s3.create_bucket(Bucket=BUCKET)
         name = unique("spot-maxwait")
-        sm.create_training_job(**spot_request(s3, name, steps=1000, pause=0.2, max_run=6, max_wait=8))
-        wait_for(every_host(s3, name, 1), "a first checkpoint of every host")
+        sm.create_training_job(**spot_request(s3, name, steps=1000, pause=0.2, max_run=9, max_wait=10))
         ep.interrupt(name)
         done = wait(sm, name, timeout=60)
 
@@ -236,8 +256,8 @@ def test_max_wait_counts_the_wait_for_capacity_and_stops_the_job(tmp_path_factor
     assert statuses(done)[-2:] == ["Interrupted", "MaxWaitTimeExceeded"]
     assert done["SecondaryStatusTransitions"][-1]["StatusMessage"] == MAX_WAIT_EXCEEDED_MESSAGE
     assert "FailureReason" not in done
-    assert done["TrainingTimeInSeconds"] < 6
-    assert done["TrainingEndTime"].timestamp() - done["CreationTime"].timestamp() >= 8
+    assert done["TrainingTimeInSeconds"] < 9
+    assert done["TrainingEndTime"].timestamp() - done["CreationTime"].timestamp() >= 10
     check_answer("DescribeTrainingJob", done)
 
 
