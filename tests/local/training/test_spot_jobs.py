@@ -281,6 +281,11 @@ def test_a_job_stopped_while_interrupted_ends_stopped(no_capacity_back: LocalEnd
     sm.create_training_job(**spot_request(s3, name, steps=1000, pause=0.2))
     ep.interrupt(name)  # as soon as it trains
     wait_for(lambda: statuses(sm.describe_training_job(TrainingJobName=name))[-1] == "Interrupted", "Interrupted")
+    waiting = sm.describe_training_job(TrainingJobName=name)
+    assert (waiting["TrainingJobStatus"], waiting["SecondaryStatus"]) == ("InProgress", "Interrupted")
+    # an interrupted job's answer fits botocore's shape too, but for ModelArtifacts, which botocore requires and
+    # the endpoint sets on ended jobs only (as it does for every job still running)
+    check_answer("DescribeTrainingJob", {"ModelArtifacts": {"S3ModelArtifacts": f"s3://{BUCKET}/m"}, **waiting})
     sm.stop_training_job(TrainingJobName=name)
     done = wait(sm, name, timeout=30)
     assert (done["TrainingJobStatus"], statuses(done)[-3:]) == ("Stopped", ["Interrupted", "Stopping", "Stopped"])
