@@ -164,6 +164,9 @@ BATCH_STATUS_FOR_TRAINING_STATUS = {"Completed": "SUCCEEDED", "Failed": "FAILED"
 #: message, with no space between (the SDK v3's default retry rule, sagemaker.train.aws_batch.constants, matches
 #: ``Received status from SageMaker:InternalServerError: We encountered an internal error. Please try again.``).
 BATCH_STATUS_REASON_PREFIX = "Received status from SageMaker:"
+#: How Batch refuses a request naming a job queue it does not have (the name or ARN as given; seen answered
+#: to SubmitJob: "JobQueue x-job-queue not found.", "JobQueue arn:aws:batch:...:job-queue/... not found.").
+BATCH_QUEUE_NOT_FOUND = "JobQueue {queue} not found."
 #: The reason a job larger than every service environment of its queue stays RUNNABLE.
 BATCH_MISCONFIGURATION_REASON = (
     "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE - Service environment(s) associated with the job queue "

@@ -316,7 +316,7 @@ def serve_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         )
     try:
         endpoint = _endpoint(args)
-    except ValueError as exc:  # a --spot-* value out of range
+    except ValueError as exc:  # a --spot-* or --batch-* value the endpoint refuses
         sys.stderr.write(f"airflow-hetero local serve: {exc}\n")
         return 2
     done = threading.Event()

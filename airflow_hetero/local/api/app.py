@@ -151,16 +151,8 @@ class EndpointApp:
         raw = environ["wsgi.input"].read(length) if length else b""
         method, path = environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO", "")
         status, payload = batch.answer(method, path, raw, request_region(environ))
-        data = json.dumps(payload).encode("utf-8")
-        headers = [
-            ("Content-Type", "application/json"),
-            ("Content-Length", str(len(data))),
-            ("x-amzn-RequestId", str(uuid.uuid4())),
-        ]
-        if status != 200:
-            headers.append(("x-amzn-ErrorType", str(payload["__type"])))
-        start_response(f"{status} {'OK' if status == 200 else 'Error'}", headers)
-        return [data]
+        error_type = [] if status == 200 else [("x-amzn-ErrorType", str(payload["__type"]))]
+        return _json_answer(start_response, status, payload, content_type="application/json", headers=error_type)
 
     def _control(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """The endpoint's own control paths (:mod:`.control`: capacity and quotas; :mod:`.spot_control`: interrupt)."""
@@ -249,7 +241,15 @@ def not_emulated(action: str, why: str) -> ServiceError:
     return validation(f"SageMaker.{action} is not emulated by the airflow-hetero local endpoint ({why}).")
 
 
-def _json_answer(start_response: Callable[..., Any], status: int, payload: dict[str, Any]) -> Iterable[bytes]:
+def _json_answer(
+    start_response: Callable[..., Any],
+    status: int,
+    payload: dict[str, Any],
+    *,
+    content_type: str = _CONTENT_TYPE,
+    headers: Iterable[tuple[str, str]] = (),
+) -> Iterable[bytes]:
+    """``payload`` as JSON with ``status`` (its reason phrase), a request id and ``headers``."""
     data = json.dumps(payload).encode("utf-8")
     reasons = {
         200: "OK",
@@ -263,9 +263,10 @@ def _json_answer(start_response: Callable[..., Any], status: int, payload: dict[
     start_response(
         f"{status} {reason}",
         [
-            ("Content-Type", _CONTENT_TYPE),
+            ("Content-Type", content_type),
             ("Content-Length", str(len(data))),
             ("x-amzn-RequestId", str(uuid.uuid4())),
+            *headers,
         ],
     )
     return [data]

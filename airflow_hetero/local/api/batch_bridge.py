@@ -12,11 +12,11 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_hetero import sagemaker_facts as facts
 from airflow_hetero.local.api.errors import ServiceError
 from airflow_hetero.local.api.service import TrainingService
 from airflow_hetero.local.batch.backend import BatchBackend
 from airflow_hetero.local.batch.lifecycle import TrainingRefused
+from airflow_hetero.local.batch.setup import check_queues, environment_name, environment_request, queue_request
 
 
 class ServiceTrainingJobs:
@@ -32,40 +32,34 @@ class ServiceTrainingJobs:
             raise TrainingRefused(err.code, err.message) from None
 
     def describe(self, name: str) -> dict[str, Any] | None:
-        record = self.service.store.get(name)
-        return None if record is None else {k: v for k, v in record.items() if not k.startswith("_")}
+        try:
+            return self.service.describe({"TrainingJobName": name})  # what DescribeTrainingJob answers
+        except ServiceError:  # Requested resource not found
+            return None
 
     def stop(self, name: str) -> None:
         with contextlib.suppress(ServiceError):  # already ended (or ending): nothing to stop
             self.service.stop({"TrainingJobName": name})
 
 
-def environment_name(queue: str) -> str:
-    """The service environment ``--batch-queue NAME=N`` creates for queue ``NAME``."""
-    return f"{queue}-env"
-
-
 def ensure_queues(backend: BatchBackend, queues: Mapping[str, int], region: str) -> list[str]:
     """For each ``NAME: N``, a service environment ``NAME-env`` of N instances and a FIFO queue ``NAME`` over it
-    (kept when the workdir has them already: the capacity is set to N). Lines saying what was done."""
+    (kept when the workdir has them already: the capacity is set to N). Lines saying what was done.
+    ``ValueError`` (before anything is made) for a queue whose set-up Batch would refuse."""
+    check_queues(queues)
     said = []
     for name, size in queues.items():
-        env = environment_name(name)
-        limits = [{"maxCapacity": int(size), "capacityUnit": facts.BATCH_CAPACITY_UNIT}]
-        if any(e.name == env for e in backend.store.environments.values()):
-            backend.update_service_environment({"serviceEnvironment": env, "capacityLimits": limits})
+        env = environment_request(name, int(size))
+        if any(e.name == env["serviceEnvironmentName"] for e in backend.store.environments.values()):
+            backend.update_service_environment(
+                {"serviceEnvironment": env["serviceEnvironmentName"], "capacityLimits": env["capacityLimits"]}
+            )
         else:
-            backend.create_service_environment(
-                {"serviceEnvironmentName": env, "serviceEnvironmentType": facts.BATCH_SAGEMAKER_TRAINING,
-                 "capacityLimits": limits},
-                region,
-            )  # fmt: skip
+            backend.create_service_environment(env, region)
         if not any(q.name == name for q in backend.store.queues.values()):
-            backend.create_job_queue(
-                {"jobQueueName": name, "priority": 1, "jobQueueType": facts.BATCH_SAGEMAKER_TRAINING,
-                 "serviceEnvironmentOrder": [{"order": 1, "serviceEnvironment": env}]},
-                region,
-            )  # fmt: skip
+            backend.create_job_queue(queue_request(name), region)
         queue = backend.queue(name)
-        said.append(f"batch job queue {name} ({queue.arn}) on service environment {env}: {size} instance(s)")
+        said.append(
+            f"batch job queue {name} ({queue.arn}) on service environment {environment_name(name)}: {size} instance(s)"
+        )
     return said

@@ -70,19 +70,25 @@ def change_capacity(
 
     With neither, just read the state. Raises ``ValueError`` with the endpoint's message when refused.
     """
+    changes = {key: value for key, value in (("capacity", capacity), ("quota", quota)) if value is not None}
+    return call(url, CAPACITY_PATH, changes or None, "change", timeout=timeout)
+
+
+def call(url: str, path: str, body: dict[str, Any] | None, what: str, *, timeout: float) -> dict[str, Any]:
+    """``POST`` ``body`` as JSON to the control ``path`` of the endpoint at ``url`` (``GET`` when None); its
+    JSON answer, or ``ValueError`` saying ``the endpoint refused the <what> (<HTTP status>): <its message>``."""
     import urllib.error
     import urllib.request
 
-    changes = {key: value for key, value in (("capacity", capacity), ("quota", quota)) if value is not None}
-    data = json.dumps(changes).encode() if changes else None
-    request = urllib.request.Request(url.rstrip("/") + CAPACITY_PATH, data=data, method="POST" if changes else "GET")
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url.rstrip("/") + path, data=data, method="GET" if data is None else "POST")
     request.add_header("Content-Type", "application/json")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            state: dict[str, Any] = json.loads(response.read())
+            answered: dict[str, Any] = json.loads(response.read())
     except urllib.error.HTTPError as err:
         detail = err.read().decode("utf-8", "replace")
         with contextlib.suppress(ValueError, KeyError, TypeError):
             detail = json.loads(detail)["message"]
-        raise ValueError(f"the endpoint refused the change ({err.code}): {detail}") from None
-    return state
+        raise ValueError(f"the endpoint refused the {what} ({err.code}): {detail}") from None
+    return answered

@@ -24,6 +24,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from airflow_hetero.local.api.errors import ServiceError
+from airflow_hetero.local.batch.backend import BatchOptions
+from airflow_hetero.local.batch.setup import check_queues
 from airflow_hetero.local.training.capacity import CapacityLedger, Limits
 from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
 from airflow_hetero.local.training.runner import RunOptions
@@ -58,7 +60,7 @@ class LocalEndpoint:
     many instances and a SAGEMAKER_TRAINING job queue ``NAME`` over it, for service jobs
     (:mod:`airflow_hetero.local.batch`; any client may create more); ``batch_requeue_delay`` is the
     seconds a job requeued after a CapacityError waits, ``batch_poll_interval`` how often the queue looks
-    at its training jobs. Requests from web pages and for other ``Host`` names are refused (see
+    at its training jobs (a ``ValueError`` here for a queue Batch would refuse, or a delay out of range).
     Managed spot jobs (``EnableManagedSpotTraining``) are interrupted on demand (:meth:`interrupt`;
     another process: :func:`~.spot_control.interrupt_job`), after ``spot_interrupt_after`` seconds of
     training (one number, or one per run for several interruptions), and at random with
@@ -123,8 +125,9 @@ class LocalEndpoint:
         self.capacity = CapacityLedger(capacity=capacity, quota=quota)
         """Instances of each type that can run at once and the account quota (ValueError above when bad)."""
         self.batch_queues = dict(batch_queues or {})
-        self.batch_requeue_delay = batch_requeue_delay
-        self.batch_poll_interval = batch_poll_interval
+        check_queues(self.batch_queues)  # ValueError before anything is made, as Batch would refuse them
+        self.batch_options = BatchOptions(requeue_delay=batch_requeue_delay, poll_interval=batch_poll_interval)
+        """The offline queue's timing (ValueError above when out of range)."""
         self._workdir: Path | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -145,7 +148,7 @@ class LocalEndpoint:
             from airflow_hetero.local.api.app import BodyLimit, EndpointApp, RequestGuard, moto_app
             from airflow_hetero.local.api.batch_bridge import ServiceTrainingJobs, ensure_queues
             from airflow_hetero.local.api.service import TrainingService
-            from airflow_hetero.local.batch.backend import BatchBackend, BatchOptions
+            from airflow_hetero.local.batch.backend import BatchBackend
             from airflow_hetero.local.batch.responses import BatchResponses
 
             fallback = moto_app()
@@ -158,8 +161,7 @@ class LocalEndpoint:
             self._workdir = self._workdir_arg
             self._workdir.mkdir(parents=True, exist_ok=True)
         self.service = TrainingService(self._workdir, seed=self.seed, options=self.options, capacity=self.capacity)
-        batch_options = BatchOptions(requeue_delay=self.batch_requeue_delay, poll_interval=self.batch_poll_interval)
-        self.batch = BatchBackend(self._workdir, ServiceTrainingJobs(self.service), batch_options)
+        self.batch = BatchBackend(self._workdir, ServiceTrainingJobs(self.service), self.batch_options)
         self.batch_setup = ensure_queues(self.batch, self.batch_queues, self.region)
         endpoint_app = EndpointApp(self.service, fallback, BatchResponses(self.batch))
         app = RequestGuard(BodyLimit(endpoint_app, self.max_request_bytes), self.host)

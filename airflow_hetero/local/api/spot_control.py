@@ -9,11 +9,10 @@ with ``{"__type": "ValidationException", "message": ...}``, as the capacity path
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
 
-from airflow_hetero.local.api.control import INTERRUPT_PATH
+from airflow_hetero.local.api.control import INTERRUPT_PATH, call
 from airflow_hetero.local.api.errors import ServiceError, validation
 from airflow_hetero.local.api.service import TrainingService
 
@@ -35,18 +34,4 @@ def answer(service: TrainingService, method: str, raw: bytes) -> dict[str, Any]:
 
 def interrupt_job(url: str, job_name: str, *, timeout: float = 30.0) -> dict[str, Any]:
     """Interrupt spot job ``job_name`` on the endpoint at ``url``; ``ValueError`` with its message when refused."""
-    import urllib.error
-    import urllib.request
-
-    data = json.dumps({"TrainingJobName": job_name}).encode()
-    request = urllib.request.Request(url.rstrip("/") + INTERRUPT_PATH, data=data, method="POST")
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            answered: dict[str, Any] = json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        detail = err.read().decode("utf-8", "replace")
-        with contextlib.suppress(ValueError, KeyError, TypeError):
-            detail = json.loads(detail)["message"]
-        raise ValueError(f"the endpoint refused the interruption ({err.code}): {detail}") from None
-    return answered
+    return call(url, INTERRUPT_PATH, {"TrainingJobName": job_name}, "interruption", timeout=timeout)

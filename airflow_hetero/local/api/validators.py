@@ -81,6 +81,8 @@ def validate_create(request: dict[str, Any]) -> None:
     if not request["OutputDataConfig"]["S3OutputPath"].startswith("s3://"):
         raise validation("The local endpoint supports only s3:// output paths")
     checkpoints = checkpoint_config(request)
+    if checkpoints is not None and not checkpoints[0].startswith("s3://"):  # the model allows https:// too
+        raise validation(f"The local endpoint supports only s3:// URIs; CheckpointConfig.S3Uri is {checkpoints[0]}")
     problem = None if checkpoints is None else local_path_problem(checkpoints[1])
     if problem is not None:
         raise validation(problem)

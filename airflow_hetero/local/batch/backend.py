@@ -22,7 +22,7 @@ from typing import Any
 
 from airflow_hetero import sagemaker_facts as facts
 from airflow_hetero.local.batch import lifecycle, scheduler
-from airflow_hetero.local.batch.exceptions import not_found, refused
+from airflow_hetero.local.batch.exceptions import ClientException, not_found, refused
 from airflow_hetero.local.batch.lifecycle import ACTIVE, Timing, TrainingJobs
 from airflow_hetero.local.batch.models import (
     JobQueue,
@@ -50,6 +50,12 @@ class BatchOptions:
     poll_interval: float = 0.2
     """How often the scheduling thread looks at the training jobs and the queues when nothing wakes it."""
 
+    def __post_init__(self) -> None:
+        if not self.requeue_delay >= 0:
+            raise ValueError(f"batch_requeue_delay must be 0 seconds or more, got {self.requeue_delay}")
+        if not self.poll_interval > 0:  # 0 would spin the scheduling thread
+            raise ValueError(f"batch_poll_interval must be above 0 seconds, got {self.poll_interval}")
+
 
 class BatchBackend:
     """Service environments, job queues, fair-share policies and service jobs, run on the endpoint's training jobs."""
@@ -70,7 +76,10 @@ class BatchBackend:
         self._wake = threading.Condition(self._lock)
         self._stopping = False
         self._thread: threading.Thread | None = None
-        self._positions: dict[str, tuple[int, int]] = {}
+        self._positions: dict[str, tuple[tuple[int, int | None], int]] = {}
+        """Job id -> ((its place at the front, since when it is RUNNABLE), since when it holds that place: ms).
+        GetJobQueueSnapshot sees places only when asked: a job first seen since it became RUNNABLE holds its
+        place since then, a job seen moving up since the snapshot that saw it there."""
 
     # -- the thread ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -196,11 +205,7 @@ class BatchBackend:
         with self._lock:
             refs = body.get("serviceEnvironments")
             envs = [e for e in self.store.environments.values() if not refs or e.arn in refs or e.name in refs]
-            page, token = _page(envs, body)
-            answer: dict[str, Any] = {"serviceEnvironments": [e.describe() for e in page]}
-            if token:
-                answer["nextToken"] = token
-            return answer
+            return _paged("serviceEnvironments", [e.describe() for e in envs], body)
 
     def update_service_environment(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -230,7 +235,7 @@ class BatchBackend:
         for queue in self.store.queues.values():
             if ref in (queue.arn, queue.name):
                 return queue
-        raise not_found("Job queue", ref)
+        raise ClientException(facts.BATCH_QUEUE_NOT_FOUND.format(queue=ref))
 
     def create_job_queue(self, body: dict[str, Any], region: str) -> dict[str, Any]:
         with self._lock:
@@ -261,11 +266,7 @@ class BatchBackend:
         with self._lock:
             refs = body.get("jobQueues")
             queues = [q for q in self.store.queues.values() if not refs or q.arn in refs or q.name in refs]
-            page, token = _page(queues, body)
-            answer: dict[str, Any] = {"jobQueues": [q.describe() for q in page]}
-            if token:
-                answer["nextToken"] = token
-            return answer
+            return _paged("jobQueues", [q.describe() for q in queues], body)
 
     def create_scheduling_policy(self, body: dict[str, Any], region: str) -> dict[str, Any]:
         with self._lock:
@@ -388,11 +389,7 @@ class BatchBackend:
             for item in filters:
                 jobs = [j for j in jobs if _matches(j, item["name"], item["values"])]
             jobs.sort(key=lambda j: (j.created_at, j.seq), reverse=True)
-            page, token = _page(jobs, body)
-            answer: dict[str, Any] = {"jobSummaryList": [j.summary() for j in page]}
-            if token:
-                answer["nextToken"] = token
-            return answer
+            return _paged("jobSummaryList", [j.summary() for j in jobs], body)
 
     def get_job_queue_snapshot(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -406,11 +403,17 @@ class BatchBackend:
             front = scheduler.queue_order(view)[: facts.BATCH_SNAPSHOT_FRONT_JOBS]
             jobs = []
             for position, job in enumerate(front):
+                place = (position, job.runnable_since)  # a job requeued to the same place got there anew
                 seen = self._positions.get(job.job_id)
-                if seen is None or seen[0] != position:
-                    seen = (position, timing.now)
+                if seen is None or seen[0] != place:
+                    anew = seen is None or seen[0][1] != job.runnable_since  # first seen since it became RUNNABLE
+                    seen = (place, job.runnable_since if anew and job.runnable_since is not None else timing.now)
                     self._positions[job.job_id] = seen
                 jobs.append({"jobArn": job.job_arn, "earliestTimeAtPosition": seen[1]})
+            at_front = {job.job_id for job in front}
+            for job in self.store.jobs.values():  # forget the places of this queue's jobs no longer at the front
+                if job.queue_arn == queue.arn and job.job_id not in at_front:
+                    self._positions.pop(job.job_id, None)
             held = [j for j in self.store.jobs.values() if j.queue_arn == queue.arn and j.status in ACTIVE]
             usage = {"capacityUnit": facts.BATCH_CAPACITY_UNIT, "quantity": float(sum(j.instances for j in held))}
             utilization: dict[str, Any] = {"totalCapacityUsage": [usage], "lastUpdatedAt": timing.now}
@@ -450,14 +453,16 @@ def _matches(job: ServiceJob, name: str, values: list[str]) -> bool:
     return any(job.created_at > b for b in bounds)
 
 
-def _page(items: list[Any], body: dict[str, Any]) -> tuple[list[Any], str | None]:
-    """One page of ``items`` from ``nextToken`` (an opaque offset), ``maxResults`` (default 100) long."""
+def _paged(key: str, items: list[dict[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
+    """``{key: one page of items}`` from ``nextToken`` (an opaque offset), ``maxResults`` (default 100) long,
+    with the ``nextToken`` of the next page when there is one."""
     token = body.get("nextToken")
     try:
         offset = int(base64.urlsafe_b64decode(str(token).encode()).decode()) if token else 0
     except ValueError:
         raise refused("Invalid nextToken") from None
     size = int(body.get("maxResults") or facts.BATCH_LIST_MAX_RESULTS)
-    page = items[offset : offset + size]
-    more = offset + size < len(items)
-    return page, base64.urlsafe_b64encode(str(offset + size).encode()).decode() if more else None
+    answer: dict[str, Any] = {key: items[offset : offset + size]}
+    if offset + size < len(items):
+        answer["nextToken"] = base64.urlsafe_b64encode(str(offset + size).encode()).decode()
+    return answer

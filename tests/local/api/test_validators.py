@@ -78,3 +78,16 @@ def test_sdk_requests_are_accepted_unless_the_service_refuses_them() -> None:
                     "TrainingPlanArn cannot be used with InstanceGroups",
                 )
             ), (path.name, err.message)
+
+
+def test_a_checkpoint_uri_the_endpoint_cannot_copy_to_is_refused_at_create() -> None:
+    """The model allows an https:// CheckpointConfig.S3Uri; the endpoint copies checkpoints only to s3:// (a job
+    created with one failed later at its first restore, contrary to the documented refusal at create)."""
+    https = {"S3Uri": "https://bkt.s3.amazonaws.com/ckpt"}
+    err = _refusal(_request(CheckpointConfig=https))
+    assert err.message == (
+        "The local endpoint supports only s3:// URIs; CheckpointConfig.S3Uri is https://bkt.s3.amazonaws.com/ckpt"
+    )
+    validate_create(_request(CheckpointConfig={"S3Uri": "s3://bkt/ckpt", "LocalPath": "/opt/ml/checkpoints/x"}))
+    err = _refusal(_request(CheckpointConfig={"S3Uri": "s3://bkt/ckpt", "LocalPath": "/opt/mlx/ckpt"}))
+    assert err.message.startswith("CheckpointConfig.LocalPath /opt/mlx/ckpt is not inside /opt/ml: ")

@@ -59,7 +59,7 @@ def _submit(batch: Any, **overrides: Any) -> str:
         ({"retryStrategy": {"attempts": 11}}, "retryStrategy.attempts must be between 1 and 10; got 11"),
         ({"retryStrategy": {"attempts": 0}}, "retryStrategy.attempts must be between 1 and 10; got 0"),
         ({"serviceRequestPayload": "x" * 10241}, "serviceRequestPayload is 10241 bytes; the maximum is 10240"),
-        ({"jobQueue": "nowhere"}, "Error executing request, Exception : Job queue nowhere does not exist"),
+        ({"jobQueue": "nowhere"}, "JobQueue nowhere not found."),  # Batch's words, without the executing prefix
         ({"shareIdentifier": "a"}, "shareIdentifier is not allowed: job queue idle has no fair-share"),
         ({"jobQueue": "shared"}, "shareIdentifier is required: job queue shared has a fair-share scheduling policy"),
         ({"clientToken": "t" * 65}, "Value '" + "t" * 65 + "' at 'clientToken' failed to satisfy constraint: Member "

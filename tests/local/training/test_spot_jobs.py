@@ -257,7 +257,10 @@ def no_capacity_back(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Local
 
 def test_max_wait_counts_the_wait_for_capacity_and_stops_the_job(no_capacity_back: LocalEndpoint) -> None:
     """MaxWaitTimeInSeconds is wall time since the job was created, the wait after an interruption included;
-    MaxRuntime counts training only: the job trained less than its MaxRuntime when MaxWait stopped it."""
+    MaxRuntime counts training only: the job trained less than its MaxRuntime when MaxWait stopped it.
+
+    The interruption is asked for at once, so it comes at the run's first look, as soon as its hosts run (no
+    checkpoint to wait for): the hosts' start-up on a busy machine is all that must fit in MaxRuntime."""
     ep = no_capacity_back
     sm, s3 = ep.client("sagemaker"), ep.client("s3")
     name = unique("spot-maxwait")
