@@ -30,6 +30,7 @@ PARSE_PATH = {
     "airflow_hetero.operators.training",
     "airflow_hetero.operators.capacity_fallback",  # the operator's mixin: stdlib and _compat only
     "airflow_hetero.operators.queue_mode",  # queue mode's mixin: stdlib, _compat and lineage.mixin only
+    "airflow_hetero.operators.rightsizing_steps",  # right-sizing's mixin: stdlib and _compat only
     "airflow_hetero.lineage",
     "airflow_hetero.lineage.mixin",
     "airflow_hetero.links",
