@@ -49,7 +49,7 @@ class QueueRun:
         """The operator's job, refused with fallback types (Batch requeues on CapacityError itself)."""
         from airflow_hetero.job.batch_queue import FALLBACKS_WITH_QUEUE
 
-        job: Submittable = self.op.load_definition(self.context)
+        job: Submittable = self.op.rightsize(self.op.load_definition(self.context), self.context)  # as direct mode
         if any(job.fallbacks.values()):
             raise AirflowFailException(f"Task {self.op.task_id}: {FALLBACKS_WITH_QUEUE}")
         return job

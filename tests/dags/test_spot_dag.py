@@ -1,5 +1,6 @@
-"""A DAG's spot job under ``dag.test()``: the offline endpoint interrupts it once (``spot_interrupt_after``),
-every host resumes from its own checkpoint folder, and the task succeeds with a spot saving in its result."""
+"""A DAG's spot job under ``dag.test()``: the offline endpoint interrupts it after 3 s of training
+(``spot_interrupt_after``; again, up to twice, should a host on a busy machine not have written its state by
+then), every host resumes from its own checkpoint folder, and the task succeeds with a spot saving in its result."""
 
 from __future__ import annotations
 
@@ -27,10 +28,8 @@ env = runtime.environment()
 state_file = runtime.checkpoint_dir() / "state.json"
 state = json.loads(state_file.read_text()) if state_file.exists() else {"runs": 0, "steps": 0}
 state["runs"] += 1
-while True:
+while state["runs"] == 1:  # the first run trains until it is interrupted; a restored one ends at once
     state_file.write_text(json.dumps(state))
-    if state["steps"] >= 8:
-        break
     time.sleep(0.5)
     state["steps"] += 1
 with open(os.path.join(os.environ["SM_MODEL_DIR"], env.current_host + ".json"), "w") as out:
@@ -82,7 +81,7 @@ def endpoint(tmp_path: Path) -> Iterator[LocalEndpoint]:
         workdir=tmp_path / "endpoint",
         stop_grace=1.0,
         metrics_interval=0.5,
-        spot_interrupt_after=3.0,
+        spot_interrupt_after=[3.0, 3.0, 3.0],
         spot_restart_delay=0.2,
         checkpoint_sync_interval=0.2,
     ) as ep:
@@ -109,10 +108,10 @@ def test_a_spot_job_interrupted_once_resumes_and_the_task_succeeds(dag_module: A
     result = ti.xcom_pull(task_ids="train")
     described = endpoint.client("sagemaker").describe_training_job(TrainingJobName=result["training_job_name"])
     statuses = [t["Status"] for t in described["SecondaryStatusTransitions"]]
-    assert statuses.count("Interrupted") == 1 and statuses[-1] == "Completed"
+    assert 1 <= statuses.count("Interrupted") <= 3 and statuses[-1] == "Completed"
     assert result["billable_seconds"] < result["training_seconds"]
     key = result["model_artifacts"].removeprefix(f"s3://{BUCKET}/")
     data = endpoint.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read()
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         hosts = {m.name: json.load(tar.extractfile(m)) for m in tar.getmembers() if m.isfile()}  # type: ignore[arg-type]
-    assert len(hosts) == 3 and all(s == {"runs": 2, "steps": 8} for s in hosts.values()), hosts
+    assert len(hosts) == 3 and all(s["runs"] >= 2 for s in hosts.values()), hosts

@@ -32,10 +32,15 @@ from airflow_hetero.operators import HeteroTrainingOperator
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"stop_grace": 1.0, "metrics_interval": 0.5, "spot_restart_delay": 0.3}
+ENDPOINT_TIMINGS = {
+    "stop_grace": 1.0,
+    "metrics_interval": 0.5,
+    "spot_restart_delay": 0.3,
+    "checkpoint_sync_interval": 0.3,
+}
 CONN_ID = "hetero_spot_endpoint"
 CODE = example_dags.folder() / "hetero_retraining" / "code"
-EPOCHS = 5
+EPOCHS = 6
 
 
 @pytest.fixture

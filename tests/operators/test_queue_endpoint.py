@@ -22,7 +22,7 @@ from support.local_jobkit import BUCKET
 from support.task_logs import record_logs
 
 from airflow_hetero import sagemaker_facts as facts
-from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException, TaskDeferred
+from airflow_hetero._compat import AirflowFailException, TaskDeferred
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.hooks.batch import HeteroBatchHook
 from airflow_hetero.local import LocalEndpoint
@@ -69,19 +69,31 @@ def operator(endpoint: LocalEndpoint, gate: Path, gate_name: str, **kwargs: Any)
     return HeteroTrainingOperator(task_id="train", request=payload, aws_conn_id=CONN_ID, **kwargs)
 
 
-def in_thread(work: Any) -> threading.Thread:
-    """Start ``work`` in a thread an operator may execute in (2.11's ExecutorSafeguard keeps a main-thread local)."""
+def controlled(control: Any) -> Any:
+    """Run the test's own side (releases, capacity, checks: no Airflow code) in a thread while the task runs
+    in the main thread (Airflow's task code stays where a worker runs it); a context manager that joins it and
+    re-raises what it raised."""
+    import contextlib
 
-    def run() -> None:
-        if not AIRFLOW_V_3:
-            from airflow.models.baseoperator import ExecutorSafeguard
+    @contextlib.contextmanager
+    def running() -> Iterator[None]:
+        failures: list[BaseException] = []
 
-            ExecutorSafeguard._sentinel.callers = {}
-        work()
+        def work() -> None:
+            try:
+                control()
+            except BaseException as err:
+                failures.append(err)
 
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
+        thread = threading.Thread(target=work)
+        thread.start()
+        yield
+        thread.join(180)
+        assert not thread.is_alive(), "the test's side did not finish"
+        if failures:
+            raise failures[0]
+
+    return running()
 
 
 def drive(op: HeteroTrainingOperator, context: Any, first: TaskDeferred | None = None) -> dict[str, Any]:
@@ -132,40 +144,29 @@ def test_tasks_into_a_smaller_queue_run_one_after_another(
     batch = conn.client("batch")
     kind = "d" if deferrable else "s"
     contexts = {g: {"ti": ti(f"{kind}-{g}")} for g in ("a", "b")}
+    for g in ("a", "b"):  # both submitted, a first; then each task (a retry of it) waits
+        operator(conn, tmp_path, f"{kind}{g}", wait_for_completion=False).execute(contexts[g])
+    ids = {g: service_job_of(contexts[g])["job_id"] for g in contexts}
     ops = {g: operator(conn, tmp_path, f"{kind}{g}", deferrable=deferrable, print_log=True) for g in contexts}
     logs = {g: record_logs(op) for g, op in ops.items()}
-    results: dict[str, Any] = {}
 
-    def run(g: str) -> None:
-        results[g] = drive(ops[g], contexts[g])
+    def control() -> None:
+        wait_status(batch, ids["a"], "RUNNING")  # first in, first out
+        wait_status(batch, ids["b"], "RUNNABLE")  # the queue holds one instance
+        until(lambda: "place 1 in the queue" in logs["b"].text() or deferrable, "b to say its place")
+        release(tmp_path, f"{kind}a")
+        wait_status(batch, ids["b"], "RUNNING")
+        assert batch.describe_service_job(jobId=ids["a"])["status"] == "SUCCEEDED"  # never both at once
+        release(tmp_path, f"{kind}b")
 
-    threads = [in_thread(lambda g=g: run(g)) for g in ("a", "b")]
-    ids = {
-        g: until(
-            lambda g=g: any(c.kwargs.get("key") == "service_job" for c in contexts[g]["ti"].xcom_push.call_args_list),
-            "submit",
-        )
-        and service_job_of(contexts[g])["job_id"]
-        for g in contexts
-    }
-    first = until(
-        lambda: next((g for g in ids if batch.describe_service_job(jobId=ids[g])["status"] == "RUNNING"), None),
-        "one to run",
-    )
-    second = "b" if first == "a" else "a"
-    assert wait_status(batch, ids[second], "RUNNABLE")["status"] == "RUNNABLE"  # the queue holds one instance
-    release(tmp_path, f"{kind}{first}")
-    wait_status(batch, ids[second], "RUNNING")
-    assert batch.describe_service_job(jobId=ids[first])["status"] == "SUCCEEDED"  # never both at once
-    release(tmp_path, f"{kind}{second}")
-    for thread in threads:
-        thread.join(120)
+    with controlled(control):
+        results = {g: drive(ops[g], contexts[g]) for g in ("b", "a")}  # b waits in the queue while a runs
     assert {results[g]["service_job"]["status"] for g in contexts} == {"SUCCEEDED"}
-    assert results[second]["training_job_name"].startswith(facts.BATCH_TRAINING_JOB_PREFIX)
+    assert results["b"]["training_job_name"].startswith(facts.BATCH_TRAINING_JOB_PREFIX)
     if not deferrable:
-        text = logs[second].text()
+        text = logs["b"].text()
         assert "RUNNABLE" in text and "place 1 in the queue" in text
-        assert f"[main/algo-1] released {kind}{second}" in text  # the attempt's log, [group/host]
+        assert f"[main/algo-1] released {kind}b" in text  # the attempt's log, [group/host]
 
 
 @pytest.mark.parametrize("fault", ["reset_after", "500_after"])
@@ -233,10 +234,13 @@ def test_a_retry_re_attaches_while_runnable_and_while_running(conn: LocalEndpoin
     wait_status(batch, job_id, "RUNNING")
     again = operator(conn, tmp_path, "retried", deferrable=False)  # the worker left while RUNNING
     logs = record_logs(again)
-    waiting = in_thread(lambda: again.execute(context))
-    until(lambda: "Re-attaching to service job" in logs.text(), "the re-attach")
-    release(tmp_path, "retried")
-    waiting.join(120)
+
+    def control() -> None:
+        until(lambda: "Re-attaching to service job" in logs.text(), "the re-attach")
+        release(tmp_path, "retried")
+
+    with controlled(control):
+        assert again.execute(context)["service_job"]["status"] == "SUCCEEDED"
     name = service_job_of(context)["job_name"]
     assert len(service_jobs(conn, name)) == 1 and len(training_jobs(conn, name)) == 1
 
@@ -274,15 +278,17 @@ def test_a_capacity_requeue_is_logged_and_the_next_attempt_followed(conn: LocalE
     op = operator(conn, tmp_path, "requeued", batch_queue=BatchQueue("one", retry_strategy=1))
     logs = record_logs(op)
     context: Any = {"ti": ti("requeued")}
-    try:
-        waiting = in_thread(lambda: context.update(result=op.execute(context)))
-        until(lambda: "back in the queue" in logs.text() or "attempt 2" in logs.text(), "a requeue", 120)
-    finally:
-        conn.set_capacity({C5: None})
-    until(lambda: "attempt 2 is training job" in logs.text(), "the next attempt", 120)
-    release(tmp_path, "requeued")
-    waiting.join(120)
-    result = context["result"]
+
+    def control() -> None:
+        try:
+            until(lambda: "back in the queue" in logs.text() or "attempt 2" in logs.text(), "a requeue", 120)
+        finally:
+            conn.set_capacity({C5: None})
+        until(lambda: "attempt 2 is training job" in logs.text(), "the next attempt", 120)
+        release(tmp_path, "requeued")
+
+    with controlled(control):
+        result = op.execute(context)
     assert result["service_job"]["status"] == "SUCCEEDED" and len(result["service_job"]["attempts"]) >= 2
 
 
