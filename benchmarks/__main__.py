@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import hostile_definitions, import_cost, log_summary, parse_fork, print_log, triggerer
+from benchmarks import hostile_definitions, import_cost, log_summary, parse_fork, print_log, queue_triggerer, triggerer
 
 
 def main() -> int:
@@ -18,6 +18,8 @@ def main() -> int:
     status = status or print_log.main([])
     print()
     status = status or triggerer.main([])
+    print()
+    status = status or queue_triggerer.main([])
     print()
     status = status or log_summary.main([])
     print()

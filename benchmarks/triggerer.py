@@ -191,8 +191,19 @@ def trigger_factory(variant: str, interval: float) -> Callable[[int], Any]:
     )
 
 
-def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dict[str, float]:
-    """In this process: start ``jobs`` triggers in one loop, watch them for ``window`` seconds."""
+def run_triggers(
+    variant: str,
+    jobs: int,
+    interval: float,
+    window: float,
+    make: Callable[[int], Any] | None = None,
+    calls: Callable[[], dict[str, int]] | None = None,
+) -> dict[str, float]:
+    """In this process: start ``jobs`` triggers in one loop, watch them for ``window`` seconds.
+
+    ``make`` builds trigger ``i`` (``variant``'s by default); ``calls`` reads the endpoint's request counts by
+    action: those made in the steady window are returned as ``calls:<action>``.
+    """
     import asyncio
     import gc
     import resource
@@ -212,7 +223,7 @@ def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dic
 
     gc.callbacks.append(on_gc)
 
-    make = trigger_factory(variant, interval)
+    make = make or trigger_factory(variant, interval)
     proc = psutil.Process()
 
     async def main() -> dict[str, float]:
@@ -263,9 +274,11 @@ def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dic
         await create_triggers(range(1, jobs))
         await asyncio.sleep(max(2 * interval, 10.0))  # everything started and checked at least once
         phase = "steady"
+        before = await asyncio.to_thread(calls) if calls else {}
         cpu0, t0 = time.process_time(), time.time()
         await asyncio.sleep(window)
         cpu1, t1 = time.process_time(), time.time()
+        after = await asyncio.to_thread(calls) if calls else {}
         rss = proc.memory_info().rss
         stop.set()
         for task in tasks:
@@ -287,6 +300,8 @@ def run_triggers(variant: str, jobs: int, interval: float, window: float) -> dic
             "full_gc_worst_ms": max(worst for _, worst in full_gc.values()) * 1000,
             "full_gc_floor_ms": floor_ms,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "polls": polls,
+            **{f"calls:{action}": n - before.get(action, 0) for action, n in after.items()},
         }
 
     return asyncio.run(main())
@@ -305,21 +320,26 @@ def full_collection_ms() -> float:
     return sorted(times)[1] * 1000
 
 
-def measure(variant: str, port: int, jobs: int, interval: float, window: float) -> dict[str, float]:
-    """Run one variant in a fresh process (a triggerer of its own)."""
-    env = {
+def connection_env(url: str) -> dict[str, str]:
+    """This process's environment plus the benchmark's AWS connection to the endpoint at ``url``."""
+    return {
         **os.environ,
         f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps(
             {
                 "conn_type": "aws",
                 "login": "bench",
                 "password": "bench",
-                "extra": {"region_name": "us-east-1", "endpoint_url": f"http://127.0.0.1:{port}"},
+                "extra": {"region_name": "us-east-1", "endpoint_url": url},
             }
         ),
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
     }
+
+
+def measure(variant: str, port: int, jobs: int, interval: float, window: float) -> dict[str, float]:
+    """Run one variant in a fresh process (a triggerer of its own)."""
+    env = connection_env(f"http://127.0.0.1:{port}")
     code = [sys.executable, "-m", "benchmarks.triggerer", "--run", variant]
     code += ["--jobs", str(jobs), "--interval", str(interval), "--window", str(window)]
     with tempfile.TemporaryDirectory() as settings_dir:

@@ -7,8 +7,9 @@ by every service-job trigger of one event loop and connection (:meth:`QueueWatch
 * one DescribeServiceJob when a job is first watched (its ``createdAt`` bounds the listing);
 * then, once per interval and queue, one ``ListServiceJobs(jobQueue, filters=[AFTER_CREATED_AT])`` (every status:
   with a filter Batch ignores ``jobStatus``; without one it would list only RUNNING jobs), paged up to
-  ``LIST_MAX_PAGES``, whose summaries carry each job's status, reason and latest attempt;
-* a DescribeServiceJob only for a watched job the listing did not show (a list cut short, a failed listing);
+  ``LIST_MAX_PAGES``, whose summaries carry each job's status, reason and latest attempt; it answers for every
+  watched job of the queue, due or not, so triggers started at different times share one listing per interval;
+* a DescribeServiceJob only for a due job the listing did not show (a list cut short, a failed listing);
 * one GetJobQueueSnapshot per queue and interval while a watched job of it is RUNNABLE, for its place.
 
 Triggers receive each summary (with ``place`` added for a RUNNABLE job) or exception through
@@ -137,23 +138,28 @@ class QueueWatcher:
                 await asyncio.wait_for(self._wake.wait(), delay)
 
     async def _poll(self, client: Any, now: float) -> None:
-        due = [job for job in self._jobs.values() if now >= job.checked_at + job.interval - 1e-3]
+        due = {job.job_id for job in self._jobs.values() if now >= job.checked_at + job.interval - 1e-3}
         by_queue: dict[str, list[_Job]] = {}
-        for job in due:
+        for job in self._jobs.values():
             by_queue.setdefault(job.queue, []).append(job)
         for queue, jobs in by_queue.items():
-            await self._check_queue(client, queue, jobs, now)
+            if any(j.job_id in due for j in jobs):
+                await self._check_queue(client, queue, jobs, due, now)
 
-    async def _check_queue(self, client: Any, queue: str, due: list[_Job], now: float) -> None:
-        """One listing of ``queue`` for its ``due`` jobs, a describe for those it did not show, the places."""
-        known = [j for j in due if j.created_at is not None]
+    async def _check_queue(self, client: Any, queue: str, watched: list[_Job], due: set[str], now: float) -> None:
+        """One listing of ``queue`` for every ``watched`` job of it (those not ``due`` yet too: the listing shows
+        them at no cost, and checking them now keeps one listing per queue per interval however the triggers
+        started), a describe for the due ones it did not show, the places."""
+        known = [j for j in watched if j.created_at is not None]
         listed = await self._list(client, queue, known) if known else {}
-        jobs = [j for j in due if j.subscribers]  # a trigger may have left while the listing ran
+        jobs = [j for j in watched if j.subscribers]  # a trigger may have left while the listing ran
         limit = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
 
-        async def answer(job: _Job) -> dict[str, Any] | BaseException:
-            job.checked_at = now
+        async def answer(job: _Job) -> dict[str, Any] | BaseException | None:
             found = listed.get(job.job_id)
+            if found is None and job.job_id not in due:
+                return None  # not listed and not due: its own turn comes
+            job.checked_at = now
             if found is not None:
                 return found
             async with limit:
@@ -164,6 +170,8 @@ class QueueWatcher:
         places = await self._places(client, queue) if runnable else {}
         for job in jobs:
             item = answers[job.job_id]
+            if item is None:
+                continue
             if isinstance(item, dict) and item.get("status") == "RUNNABLE" and places is not None:
                 item = {**item, "place": places.get(str(item.get("jobArn")), 0)}
             self._deliver(job, item)

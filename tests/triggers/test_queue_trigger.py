@@ -155,6 +155,28 @@ async def test_many_queued_jobs_one_listing_per_queue_per_interval(service: Fake
     await until(lambda: not _by_loop.get(asyncio.get_running_loop()))
 
 
+async def test_triggers_started_at_different_times_share_one_listing_per_interval(service: FakeBatch) -> None:
+    interval = 0.2
+    for job_id in ("a", "b", "c"):
+        service.add(job_id)
+    waiting = []
+    for job_id in ("a", "b", "c"):  # each starts a third of an interval after the one before
+        waiting.append(asyncio.ensure_future(first_event(trigger(job_id, poll_interval=interval))))
+        await asyncio.sleep(interval / 3)
+    await until(lambda: service.calls["DescribeServiceJob"] == 3)
+    loop = asyncio.get_running_loop()
+    listings, started = service.calls["ListServiceJobs"], loop.time()
+    await asyncio.sleep(10 * interval)
+    listed = service.calls["ListServiceJobs"] - listings
+    # one listing per interval for the three (a listing per start cohort would be about three times as many)
+    assert 1 <= listed <= (loop.time() - started) / interval + 2
+    for job_id in ("a", "b", "c"):
+        service.move(job_id, "RUNNING", attempt=1)
+    events = await asyncio.wait_for(asyncio.gather(*waiting), 20)
+    assert [e["status"] for e in events] == ["attempt"] * 3
+    assert service.calls["DescribeServiceJob"] == 3  # never again: the listing told
+
+
 async def test_states_are_logged_once_with_the_place_and_a_followed_attempt_is_waited_past(service: FakeBatch) -> None:
     service.add("a")
     service.add("b")

@@ -135,6 +135,7 @@ class LocalEndpoint:
         self.batch: Any = None
         """The offline queue (:class:`~airflow_hetero.local.batch.backend.BatchBackend`) once started."""
         self.batch_setup: list[str] = []
+        self._batch_api: Any = None
         """What ``batch_queues`` made, one line each."""
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -163,7 +164,8 @@ class LocalEndpoint:
         self.service = TrainingService(self._workdir, seed=self.seed, options=self.options, capacity=self.capacity)
         self.batch = BatchBackend(self._workdir, ServiceTrainingJobs(self.service), self.batch_options)
         self.batch_setup = ensure_queues(self.batch, self.batch_queues, self.region)
-        endpoint_app = EndpointApp(self.service, fallback, BatchResponses(self.batch))
+        self._batch_api = BatchResponses(self.batch)
+        endpoint_app = EndpointApp(self.service, fallback, self._batch_api)
         app = RequestGuard(BodyLimit(endpoint_app, self.max_request_bytes), self.host)
         self._server = make_server(self.host, self._port, app, threaded=True, request_handler=_QuietHandler())
         app.bind(self.port)
@@ -219,6 +221,12 @@ class LocalEndpoint:
         """``capacity``, ``quota`` (the types limited), ``running`` and ``utilization`` (instances in use
         against each)."""
         return self.capacity.state()
+
+    def batch_calls(self) -> dict[str, int]:
+        """Batch API requests answered so far, by operation (``ListServiceJobs``: 3); refused ones count."""
+        if self._batch_api is None:
+            raise RuntimeError("LocalEndpoint is not started")
+        return dict(self._batch_api.call_counts())
 
     # -- spot ----------------------------------------------------------------------------------
     def interrupt(self, job_name: str) -> dict[str, Any]:

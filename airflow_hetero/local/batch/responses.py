@@ -5,6 +5,7 @@ model (:mod:`.validators`), lets :class:`~.backend.BatchBackend` answer and chec
 against the output shape. An operation of Batch's API the queue does not emulate (compute
 environments, container jobs, quota shares, tags) answers a ``ClientException`` saying so.
 Errors go out as botocore reads rest-json ones: the code in ``x-amzn-ErrorType`` and ``__type``.
+:attr:`BatchResponses.calls` counts the requests of each operation (refused ones too), for benchmarks.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +38,9 @@ class BatchResponses:
 
     def __init__(self, backend: BatchBackend) -> None:
         b = backend
+        self.calls: dict[str, int] = {}
+        """Requests answered, by operation (``"?"`` for a path that is none)."""
+        self._calls_lock = threading.Lock()
         self.handlers: dict[str, Handler] = {
             "CreateServiceEnvironment": b.create_service_environment,
             "DescribeServiceEnvironments": lambda body, _r: b.describe_service_environments(body),
@@ -52,9 +57,16 @@ class BatchResponses:
             "GetJobQueueSnapshot": lambda body, _r: b.get_job_queue_snapshot(body),
         }
 
+    def call_counts(self) -> dict[str, int]:
+        """A copy of :attr:`calls`."""
+        with self._calls_lock:
+            return dict(self.calls)
+
     def answer(self, method: str, path: str, raw: bytes, region: str) -> tuple[int, dict[str, Any]]:
         """(HTTP status, JSON answer) of one request."""
         operation = operations_by_path().get(path.rstrip("/"))
+        with self._calls_lock:
+            self.calls[operation or "?"] = self.calls.get(operation or "?", 0) + 1
         try:
             if operation is None or method != "POST":
                 raise ClientException(f"{method} {path} is not an operation of the Batch API")

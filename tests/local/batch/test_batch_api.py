@@ -192,3 +192,18 @@ def test_the_setup_of_batch_queues(tmp_path: Path) -> None:
         )
         envs = client.describe_service_environments()["serviceEnvironments"]
         assert envs[0]["capacityLimits"][0]["maxCapacity"] == 2
+
+
+def test_the_endpoint_counts_batch_requests_by_operation(tmp_path: Path) -> None:
+    endpoint = LocalEndpoint(workdir=tmp_path, batch_queues={"counted": 1})
+    with pytest.raises(RuntimeError, match="not started"):
+        endpoint.batch_calls()
+    with endpoint:
+        client = endpoint.client("batch")
+        assert endpoint.batch_calls() == {}  # the set-up is not a request
+        client.list_service_jobs(jobQueue="counted")
+        client.list_service_jobs(jobQueue="counted")
+        client.get_job_queue_snapshot(jobQueue="counted")
+        with pytest.raises(botocore.exceptions.ClientError):
+            client.describe_service_job(jobId="nowhere")  # refused: counted too
+        assert endpoint.batch_calls() == {"ListServiceJobs": 2, "GetJobQueueSnapshot": 1, "DescribeServiceJob": 1}
