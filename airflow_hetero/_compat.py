@@ -42,6 +42,7 @@ __all__ = [
     "airflow_version",
     "conf",
     "default_deferrable",
+    "latest_xcom",
     "link_xcom_key",
 ]
 
@@ -103,3 +104,10 @@ def link_xcom_key(link: Any) -> str | None:
     """The XCom key Airflow 3 reads an extra link's URL from; None on Airflow 2 (it calls get_link)."""
     key = getattr(link, "xcom_key", None)
     return key if isinstance(key, str) else None
+
+
+def latest_xcom(ti: Any, task_id: str, key: str) -> Any:
+    """The newest value ``task_id`` pushed under ``key`` in this DAG run or an earlier one (Airflow's own
+    metadata: ``include_prior_dates``), at ``ti``'s map index; None when there is none. With the map index
+    given, Airflow 3's Task SDK and Airflow 2 both answer one value (the newest), never a list."""
+    return ti.xcom_pull(task_ids=task_id, key=key, include_prior_dates=True, map_indexes=ti.map_index)

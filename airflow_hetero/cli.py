@@ -78,6 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_request_flag(render)
     _add_fallback_option(render)
     _add_budget_options(render)
+    render.add_argument(
+        "--rightsizing-history",
+        type=Path,
+        metavar="FILE",
+        help="a right-sizing decision as XCom holds it (JSON: the summary task's or the training task's "
+        "'rightsizing' key): print the decision for the next run, and in apply mode render its counts "
+        "(docs/rightsizing.md)",
+    )
+    render.add_argument(
+        "--rightsizing",
+        metavar="JSON",
+        help="with --rightsizing-history: the policy to decide with (default: the one the file was made with)",
+    )
     render.add_argument("--job-name", help="training job name (default: <base_job_name>-<hash of the file>)")
     render.add_argument(
         "--region", help="AWS region (default: $AWS_DEFAULT_REGION, else us-east-1); only shapes the request"
@@ -277,6 +290,8 @@ def _render(args: argparse.Namespace) -> int:
     request = job.build(job_name=job_name, region=region, role_arn=job.steps.role_name)  # the name stands in
     for line in job.steps.describe():  # the provider's steps run when the task does: said, not done
         print(f"before the create: {line}", file=sys.stderr)
+    if args.rightsizing_history is not None:
+        request = rightsized_request(args, job, request)
     plan = capacity_plan_lines(job, request)
     if plan:
         print("clusters tried when capacity is short, in order (docs/capacity.md):", file=sys.stderr)
@@ -292,6 +307,40 @@ def _render(args: argparse.Namespace) -> int:
         request = capped_request(request, budget)  # what the operator sends
     print(json.dumps(request, indent=2, sort_keys=True))
     return 0
+
+
+def rightsized_request(args: argparse.Namespace, job: Submittable, request: dict[str, Any]) -> dict[str, Any]:
+    """``request`` with the counts the next run would use (``--rightsizing-history``, apply mode), the decision
+    printed on stderr; a bad file or policy: JobDefinitionError naming the option."""
+    from airflow_hetero.definition.errors import Problem
+    from airflow_hetero.definition.rightsizing import GroupFacts, RightSizing, RightSizingError, check_policy
+    from airflow_hetero.job.resource_config import instance_groups
+    from airflow_hetero.job.rightsizing import decide_again
+
+    try:
+        state = json.loads(args.rightsizing_history.read_text())
+        if not isinstance(state, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as err:
+        problem = Problem("--rightsizing-history", f"cannot read {args.rightsizing_history}: {err}")
+        raise JobDefinitionError([problem]) from None
+    try:
+        given = json.loads(args.rightsizing) if args.rightsizing else state.get("policy")
+        policy = RightSizing.of(given if isinstance(given, dict) else {})
+        fallbacks = job.fallbacks
+        groups = {
+            g.name: GroupFacts(g.instance_type or "", g.instance_count, tuple(t for t, _ in fallbacks.get(g.name, [])))
+            for g in instance_groups(request)
+        }
+        check_policy(policy, groups)
+    except (ValueError, RightSizingError) as err:
+        raise JobDefinitionError([Problem("--rightsizing", str(err))]) from None
+    decision = decide_again(state, policy, {n: g.instance_count for n, g in groups.items()}, max_cost=args.max_cost)
+    print("\n".join(decision.lines()), file=sys.stderr)
+    print(f"the next run uses: {', '.join(f'{g}={n}' for g, n in decision.counts.items())}", file=sys.stderr)
+    for group in request.get("ResourceConfig", {}).get("InstanceGroups", []):
+        group["InstanceCount"] = decision.counts.get(group["InstanceGroupName"], group["InstanceCount"])
+    return request
 
 
 def cli_prices(args: argparse.Namespace, types: Sequence[str]) -> tuple[dict[str, Price], PriceSettings]:

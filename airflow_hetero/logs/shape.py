@@ -370,6 +370,14 @@ class CapacityAttempt(TypedDict):
     reason: str
 
 
+class RightSizingView(TypedDict):
+    """The next run's right-sizing decision as the summary shows it (docs/rightsizing.md)."""
+
+    mode: str
+    next: dict[str, int]  # the counts the next run would use
+    lines: list[str]  # the decision, one line per group
+
+
 class LogSummary(JobOverview):
     """The whole summary. Key order: ``training_job_name``, the :class:`JobOverview` keys, then the
     ones below; ``verdict`` and ``api_calls`` come from summarize_training_job (build_summary adds
@@ -387,6 +395,7 @@ class LogSummary(JobOverview):
     cost: NotRequired[Cost | CostHeadline]  # when the summary was given prices (or overrides)
     api_calls: NotRequired[dict[str, int]]  # calls by action, plus "total"
     capacity_attempts: NotRequired[list[CapacityAttempt]]  # only when the job ran after a capacity fallback
+    rightsizing: NotRequired[RightSizingView]  # the summary operator's, when its training task right-sizes
     problems_total: NotRequired[int]
     unmapped_hosts_total: NotRequired[int]
 

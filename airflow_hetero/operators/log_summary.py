@@ -35,7 +35,7 @@ COST_XCOM_KEY = "cost"
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
-    from airflow_hetero.logs.shape import BoundedSummary
+    from airflow_hetero.logs.shape import BoundedSummary, LogSummary
 
 
 class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
@@ -179,5 +179,30 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
         cost = cost_of(summary)
         if cost is not None:
             ti.xcom_push(key=COST_XCOM_KEY, value=cost)
+        if self.training_task_id is not None and "unmapped" in summary:  # a whole summary, not a skeleton
+            summary = self.record_rightsizing(summary, context)
         persist_instance_groups_link(context)
         return summary
+
+    def record_rightsizing(self, summary: LogSummary, context: Context) -> LogSummary:
+        """When the training task right-sizes (its ``rightsizing`` XCom): push this run's record (the evidence
+        its next run reads) and the decision the next run would be made with, log it, and show it in the
+        summary (``rightsizing``: the Instance groups view's section). Never fails the summary."""
+        from airflow_hetero.operators.rightsizing_steps import RECORD_XCOM_KEY, RIGHTSIZING_XCOM_KEY, record_next
+
+        ti: Any = context["ti"]
+        decision = ti.xcom_pull(task_ids=self.training_task_id, key=RIGHTSIZING_XCOM_KEY)
+        if not isinstance(decision, Mapping):
+            return summary
+        try:
+            record, upcoming = record_next(summary, decision, ti.run_id)
+        except Exception as exc:  # the summary stands without it; the next run resets its evidence
+            self.log.warning("Right-sizing: could not record this run: %s", exc)
+            return summary
+        ti.xcom_push(key=RECORD_XCOM_KEY, value=record)
+        ti.xcom_push(key=RIGHTSIZING_XCOM_KEY, value=upcoming)
+        from airflow_hetero.job.rightsizing import next_run_lines
+
+        lines = next_run_lines(upcoming)
+        self.log.info("%s", "\n".join(lines))
+        return {**summary, "rightsizing": {"mode": upcoming["mode"], "next": upcoming["counts"], "lines": lines}}

@@ -36,6 +36,7 @@ from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, 
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links import training_links
 from airflow_hetero.operators.capacity_fallback import JOB_NAME_XCOM_KEY, CapacityFallbackMixin
+from airflow_hetero.operators.rightsizing_steps import RightSizingMixin
 from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
 _ON_EXISTING = ("reattach", "fail", "new")
 
 
-class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings, BaseOperator):
+class HeteroTrainingOperator(RightSizingMixin, CapacityFallbackMixin, JobOutputsMixin, AwsSettings, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -93,6 +94,8 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
     :param max_cost: a budget in ``currency`` for every job of this task instance (retries and capacity
         fallbacks included): each job's MaxRuntimeInSeconds is lowered so its worst case fits what is left,
         and SageMaker stops it there (docs/cost.md). Templated; None: no budget.
+    :param rightsizing: a :class:`~airflow_hetero.definition.rightsizing.RightSizing` (or its dict): the groups'
+        counts decided from earlier runs' evidence, recommended or applied (docs/rightsizing.md). Templated.
     """
 
     #: How long polls may keep failing transiently (each after its own retries) before the task
@@ -114,9 +117,14 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
     budget_stop_window_seconds: int | None = None
 
     template_fields: Sequence[str] = aws_template_fields(
-        "job", "request", "job_name", "fallback_instance_types", "max_cost"
+        "job", "request", "job_name", "fallback_instance_types", "max_cost", "rightsizing"
     )
-    template_fields_renderers = {"job": "json", "request": "json", "fallback_instance_types": "json"}
+    template_fields_renderers = {
+        "job": "json",
+        "request": "json",
+        "fallback_instance_types": "json",
+        "rightsizing": "json",
+    }
     operator_extra_links = training_links()  # Airflow 3: stand-ins, the link classes load in the worker
     ui_color = "#ede4ff"
 
@@ -145,6 +153,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         currency: str = PRICE_LIST_CURRENCY,
         use_pricing_api: bool = True,
         max_cost: float | str | None = None,
+        rightsizing: Any = None,
         **kwargs: Any,
     ) -> None:
         if model_asset is not None and not wait_for_completion:
@@ -170,6 +179,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
             request, request=True, fallbacks=fallbacks if request is not None else None
         )
         self.fallback_instance_types = fallback_instance_types
+        self.set_rightsizing(rightsizing)  # checked now, against the job when both are plain data
         self.job_name = job_name
         self.wait_for_completion = wait_for_completion
         self.deferrable = default_deferrable() if deferrable is None else deferrable
@@ -396,7 +406,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
 
         started = time.monotonic()
         started_at = time.time()
-        job = self.load_definition(context)
+        job = self.rightsize(self.load_definition(context), context)  # apply: the decided counts (docs/rightsizing.md)
         hook = self.waiting_hook = self.make_hook()
         self.chain = self.capacity_chain(job)
         name, describe = self.attach(hook, job, context)
@@ -524,7 +534,7 @@ class HeteroTrainingOperator(CapacityFallbackMixin, JobOutputsMixin, AwsSettings
         except TrainingJobLimitError as err:
             raise self.budget_stopped(hook, err) from err.__cause__
         except TrainingJobFailedError as err:
-            job = self.load_definition(context)
+            job = self.rightsize(self.load_definition(context), context)
             if self.chain is None and capacity is None:  # resumed without the method's kwargs (dag.test)
                 self.chain = self.capacity_chain(job, new_round=False)  # rebuilt by attach's walk of the jobs
             if not self.capacity_failed(err):

@@ -271,6 +271,15 @@ def _verdict_parts(verdict: Verdict | VerdictHeadline | None, groups: Mapping[st
     return parts
 
 
+def _rightsizing(view: Any) -> str:
+    """The next run's right-sizing decision (docs/rightsizing.md), when the summary holds one."""
+    if not isinstance(view, Mapping) or not isinstance(view.get("lines"), list):
+        return ""
+    head, *rest = [str(line) for line in view["lines"]] or ["Right-sizing"]
+    items = "".join(f"<li>{escape(line.strip())}</li>" for line in rest)
+    return f'<div class="verdict"><b>{escape(head)}</b><ul>{items}</ul></div>'
+
+
 def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     """The whole page for one task instance's summary (``where`` names the task instance);
     a short explanation when the task pushed no summary."""
@@ -296,6 +305,7 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     cost = cost_of(summary)
     if cost:
         body.append(_cost_table(cost))
+    body.append(_rightsizing(summary.get("rightsizing")))
     for name, group in groups.items():
         body.append(
             f"<h2>{escape(name)} <span class='muted'>{escape(str(group.get('instance_count')))} x "

@@ -253,7 +253,8 @@ def test_a_job_that_fell_back_shows_the_types_that_ran_the_fallback_and_only_its
 ) -> None:
     """The training task fell back from 1 x ml.p4d.24xlarge to 2 x ml.p3.2xlarge (the fixture's job)."""
     ti = MagicMock(dag_id="d", run_id="r", task_id="summary", map_index=-1)
-    pushed = {"training_job_name": job, "capacity_attempts": [FAILED_ATTEMPT]}
+    # the training task did not right-size (no "rightsizing" key): the summary records nothing for it
+    pushed = {"training_job_name": job, "capacity_attempts": [FAILED_ATTEMPT], "rightsizing": None}
     ti.xcom_pull.side_effect = lambda task_ids, key: pushed[key]
     prices = {"ml.c5.xlarge": 0.2, "ml.p3.2xlarge": 3.0, "ml.p4d.24xlarge": 40.0}
     operator = HeteroLogSummaryOperator(

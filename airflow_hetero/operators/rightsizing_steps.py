@@ -1,0 +1,285 @@
+"""The training operator's right-sizing (``rightsizing=``): a mixin of
+:class:`~airflow_hetero.operators.training.HeteroTrainingOperator` (docs/rightsizing.md).
+
+At DAG parse the policy is checked (:meth:`RightSizingMixin.set_rightsizing`), against the job too when both
+are plain data. When the task runs, :meth:`~RightSizingMixin.rightsize` reads the evidence from Airflow's own
+metadata: this task's decision of the latest earlier run (XCom ``rightsizing``, holding the evidence it rested
+on) and the record the summary task made of that run (XCom ``rightsizing_record``, see
+:func:`record_next`); decides (:func:`airflow_hetero.job.rightsizing.decide`); logs one line per group;
+pushes the decision; and, in ``apply`` mode, returns the job with the decided counts, so the capacity
+fallback and the budget see the cluster that is sent. Importing this module loads nothing beyond the typing
+names; the policy's model loads only for a task that has one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_hetero._compat import AirflowFailException
+
+if TYPE_CHECKING:
+    from airflow_hetero._compat import Context
+    from airflow_hetero.definition.rightsizing import RightSizing
+    from airflow_hetero.definition.submittable import Submittable
+    from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.pricing.settings import PriceSettings
+
+#: XCom key of a run's right-sizing decision: on the training task, the decision this run was made with; on
+#: the summary task, the decision the next run would be made with (also in its ``return_value``).
+RIGHTSIZING_XCOM_KEY = "rightsizing"
+#: XCom key of the summary task's record of its run (the evidence the next run reads).
+RECORD_XCOM_KEY = "rightsizing_record"
+
+
+def _templated(value: Any) -> bool:
+    text = repr(value)
+    return "{{" in text or "{%" in text
+
+
+class RightSizingMixin:
+    """``rightsizing=`` of the training operator: the check at parse, the decision when the task runs."""
+
+    task_id: str
+    log: Any
+    job: Mapping[str, Any] | str | None
+    request: Mapping[str, Any] | str | None
+    fallback_instance_types: Any
+    max_cost: Any
+    price_settings: PriceSettings
+    rightsizing: dict[str, Any] | None
+    rightsizing_source: Mapping[str, Any] | str | None  # the job as written (unrendered): its fingerprint
+    rightsizing_decision: dict[str, Any] | None
+
+    if TYPE_CHECKING:  # the operator's (a placeholder here would win over AwsSettings' in the MRO)
+
+        def base_dir(self) -> Path: ...
+
+        def make_hook(self) -> HeteroTrainingHook: ...
+
+    def set_rightsizing(self, value: Any) -> None:
+        """Keep the policy as plain data (a template field); check it now unless it holds Jinja, and against
+        the job when the job is plain data too (a ValueError naming the field fails the DAG's parse)."""
+        self.rightsizing_decision = None
+        self.rightsizing_source = self.job if self.job is not None else self.request
+        if value is None:
+            self.rightsizing = None
+            return
+        from airflow_hetero.definition.rightsizing import RightSizing, check_policy, groups_of_source
+
+        data = value.as_dict() if isinstance(value, RightSizing) else value
+        if not isinstance(data, Mapping):
+            raise ValueError(f"rightsizing: a RightSizing or a dict, got {type(value).__name__}")
+        self.rightsizing = dict(data)
+        if _templated(data):
+            return  # checked once rendered
+        policy = RightSizing.of(data)
+        source = self.rightsizing_source
+        if isinstance(source, Mapping) and not _templated(source) and not _templated(self.fallback_instance_types):
+            fallbacks = self.fallback_instance_types if isinstance(self.fallback_instance_types, Mapping) else None
+            check_policy(policy, groups_of_source(source, request=self.request is not None, fallbacks=fallbacks))
+
+    def rightsize(self, job: Submittable, context: Context) -> Submittable:
+        """``job`` as this run submits it: with the decided counts in ``apply`` mode, as it is otherwise (and
+        without a policy). Decides once per try: a resumed task reuses the decision it pushed."""
+        if self.rightsizing is None:
+            return job
+        from airflow_hetero.definition.rightsizing import CountedJob
+
+        ti: Any = context["ti"]
+        decision = ti.xcom_pull(task_ids=self.task_id, key=RIGHTSIZING_XCOM_KEY)  # this run's, when resumed
+        if not isinstance(decision, Mapping) or decision.get("run_id") != ti.run_id:
+            decision = self.decide_now(context)
+            ti.xcom_push(key=RIGHTSIZING_XCOM_KEY, value=decision)
+        self.rightsizing_decision = dict(decision)
+        counts = decision.get("counts") or {}
+        return CountedJob(job, {str(g): int(n) for g, n in counts.items()}) if decision.get("mode") == "apply" else job
+
+    def rightsizing_policy(self) -> RightSizing:
+        """The rendered policy, checked against the rendered job (a problem fails the task, no retry)."""
+        from airflow_hetero.definition.rightsizing import RightSizing, RightSizingError, check_policy
+
+        try:
+            policy = RightSizing.of(self.rightsizing or {})
+            check_policy(policy, self.job_groups())
+        except RightSizingError as err:
+            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
+        return policy
+
+    def job_groups(self) -> dict[str, Any]:
+        """The rendered job's groups (:class:`~airflow_hetero.definition.rightsizing.GroupFacts`)."""
+        from airflow_hetero.definition.rightsizing import groups_of_source
+
+        source = self.job if self.request is None else self.request
+        fallbacks = self.fallback_instance_types if isinstance(self.fallback_instance_types, Mapping) else None
+        data = source if isinstance(source, Mapping) else {}
+        return groups_of_source(data, request=self.request is not None, fallbacks=fallbacks)
+
+    def fingerprint(self, managed: list[str]) -> str:
+        """The job as written (a file: its text, read from the DAG's folder), without the managed counts."""
+        from airflow_hetero.definition.rightsizing import definition_fingerprint
+
+        source = self.rightsizing_source
+        if isinstance(source, str) and not Path(source).is_absolute():
+            source = str(self.base_dir() / source)
+        return definition_fingerprint(source or {}, managed, request=self.request is not None)
+
+    def summary_task_id(self, policy: RightSizing) -> str:
+        """The task recording each run: the policy's ``summary_task_id``, else the DAG's summary of this task."""
+        if policy.summary_task_id:
+            return policy.summary_task_id
+        has_dag: Any = getattr(self, "has_dag", None)  # the DAG, when the task is in one (both versions raise else)
+        dag: Any = getattr(self, "dag", None) if callable(has_dag) and has_dag() else None
+        found = [t.task_id for t in getattr(dag, "tasks", []) if getattr(t, "training_task_id", None) == self.task_id]
+        if len(found) != 1:
+            raise AirflowFailException(
+                f"Task {self.task_id}: rightsizing reads each run's record from a HeteroLogSummaryOperator with "
+                f"training_task_id={self.task_id!r}; the DAG has {len(found) or 'none'} (set summary_task_id)"
+            )
+        return str(found[0])
+
+    def decide_now(self, context: Context) -> dict[str, Any]:
+        """Read the evidence, decide, log, and return the decision as plain JSON (see the module docstring)."""
+        from airflow_hetero._compat import latest_xcom
+        from airflow_hetero.job.budget import BudgetError, check_max_cost
+        from airflow_hetero.job.rightsizing import decide
+
+        ti: Any = context["ti"]
+        policy = self.rightsizing_policy()
+        groups = self.job_groups()
+        fingerprint = self.fingerprint(sorted(policy.groups))
+        written = {g: groups[g].instance_count for g in policy.groups}
+        summary_id = self.summary_task_id(policy)
+        previous = _earlier(latest_xcom(ti, self.task_id, RIGHTSIZING_XCOM_KEY), ti.run_id)
+        record = _earlier(latest_xcom(ti, summary_id, RECORD_XCOM_KEY), ti.run_id)
+        history, reset, counts, blocked = evidence(previous, record, fingerprint, written, policy.mode)
+        try:
+            max_cost = check_max_cost(self.max_cost)
+        except BudgetError as err:
+            raise AirflowFailException(f"Task {self.task_id}: budget: {err}") from err
+        prices = self.rightsizing_prices(sorted({f.instance_type for f in groups.values()}))
+        decision = decide(
+            policy,
+            counts,
+            history,
+            fingerprint=fingerprint,
+            prices=prices,
+            max_cost=max_cost,
+            blocked=blocked,
+            reset=reset,
+        )
+        decision.run_id = ti.run_id
+        self.log.info("%s", "\n".join(decision.lines()))
+        return state_of(decision.as_dict(), policy, max_cost, prices, written)
+
+    def rightsizing_prices(self, types: list[str]) -> dict[str, float]:
+        """Price per instance-hour of ``types`` (the operator's price settings, then the Price List); those not
+        found are left out (the decision says what it could not weigh)."""
+        try:
+            found = self.make_hook().training_prices(types, self.price_settings)
+        except Exception as exc:  # a decision without prices still holds the bounds and the hysteresis
+            self.log.warning("Right-sizing: could not price %s: %s", ", ".join(types), exc)
+            return {}
+        return {t: float(p.per_hour) for t, p in found.items() if p.per_hour is not None}
+
+    def with_attempts(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The capacity fallback's result dict, with this run's decision in short (:meth:`with_rightsizing`)."""
+        parent: Any = super()
+        return self.with_rightsizing(parent.with_attempts(result))
+
+    def with_rightsizing(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The result dict with this run's decision in short (``rightsizing``), when there is one."""
+        if self.rightsizing_decision is not None:
+            d = self.rightsizing_decision
+            result["rightsizing"] = {
+                "mode": d.get("mode"),
+                "counts": d.get("counts"),
+                "recommended": d.get("recommended"),
+                "actions": {g["group"]: g["action"] for g in d.get("groups") or []},
+            }
+        return result
+
+
+def _earlier(value: Any, run_id: str) -> dict[str, Any] | None:
+    """An XCom value of an earlier run (a dict whose ``run_id`` is not this run's), else None."""
+    if not isinstance(value, Mapping) or value.get("run_id") == run_id:
+        return None
+    return dict(value)
+
+
+def evidence(
+    previous: Mapping[str, Any] | None,
+    record: Mapping[str, Any] | None,
+    fingerprint: str,
+    written: Mapping[str, int],
+    mode: str,
+) -> tuple[list[dict[str, Any]], str | None, dict[str, int], dict[str, list[int]]]:
+    """(records, why the evidence was reset, the counts this run would use, the undone counts) from the
+    previous run's decision and the summary's latest record. The record must be of the previous decision's
+    run: a run whose summary did not record it (it did not run) resets the evidence."""
+    if previous is None:
+        return ([dict(record)] if record else []), None, dict(written), {}
+    history = [dict(r) for r in previous.get("history") or []]
+    reset = None
+    if record is not None and record.get("run_id") == previous.get("run_id"):
+        history.append(dict(record))
+    else:
+        history, reset = [], f"run {previous.get('run_id')} left no record (its summary task did not record it)"
+    same = previous.get("fingerprint") == fingerprint
+    counts = dict(written)
+    if mode == "apply" and same:
+        counts.update({g: int(n) for g, n in (previous.get("counts") or {}).items() if g in written})
+    blocked = {g: list(v) for g, v in (previous.get("blocked") or {}).items()} if same else {}
+    return history, reset, counts, blocked
+
+
+def state_of(
+    decision: dict[str, Any],
+    policy: RightSizing,
+    max_cost: float | None,
+    prices: Mapping[str, float],
+    written: Mapping[str, int],
+) -> dict[str, Any]:
+    """A decision as XCom keeps it: with the policy, budget, prices and written counts it was made with, so
+    the summary (and ``airflow-hetero render``) can decide the next run's the same way."""
+    return {
+        **decision,
+        "policy": policy.as_dict(),
+        "max_cost": max_cost,
+        "prices": dict(prices),
+        "written": dict(written),
+    }
+
+
+def record_next(
+    summary: Mapping[str, Any], decision: Mapping[str, Any], run_id: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the record of this run, the decision the next run would be made with) from the run's summary and the
+    training task's decision: what the summary operator pushes and shows."""
+    from airflow_hetero.definition.rightsizing import RightSizing
+    from airflow_hetero.job.rightsizing import decide, record_of_summary
+
+    record = record_of_summary(summary, decision, run_id)
+    policy = RightSizing.of(decision.get("policy") or {})
+    written = {str(g): int(n) for g, n in (decision.get("written") or decision.get("counts") or {}).items()}
+    previous = {**decision, "run_id": run_id}
+    history, reset, counts, blocked = evidence(previous, record, str(decision.get("fingerprint")), written, policy.mode)
+    cost: Mapping[str, Any] = summary["cost"] if isinstance(summary.get("cost"), Mapping) else {}
+    priced: Mapping[str, Any] = cost["prices"] if isinstance(cost.get("prices"), Mapping) else {}
+    prices = {**(decision.get("prices") or {})}
+    prices.update({t: float(p["per_hour"]) for t, p in priced.items() if isinstance(p, Mapping) and p.get("per_hour")})
+    max_cost = decision.get("max_cost")
+    budget = float(max_cost) if isinstance(max_cost, int | float) and math.isfinite(max_cost) else None
+    nxt = decide(
+        policy,
+        counts,
+        history,
+        fingerprint=decision.get("fingerprint"),
+        prices=prices,
+        max_cost=budget,
+        blocked=blocked,
+        reset=reset,
+    )
+    return record, state_of(nxt.as_dict(), policy, budget, prices, written)

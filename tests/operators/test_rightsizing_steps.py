@@ -1,0 +1,183 @@
+"""The operator's ``rightsizing=``: checked at DAG parse (against the job when both are plain data), kept as a
+template field, rendered and checked when the task runs; the evidence it reads (the previous decision and the
+summary's record) and what resets it; the summary's record and next decision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from unittest.mock import MagicMock
+
+import pytest
+import yaml
+from support.rightsizing_runs import DATA, PRICES, record, summary
+
+from airflow_hetero._compat import AirflowFailException
+from airflow_hetero.definition.rightsizing import GroupBounds, RightSizing
+from airflow_hetero.operators import HeteroTrainingOperator
+from airflow_hetero.operators.rightsizing_steps import evidence, record_next, state_of
+
+JOB: dict[str, Any] = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
+CPU = "instance_group_1"  # 2 x ml.c5.18xlarge in JOB
+
+
+def operator(**kwargs: Any) -> HeteroTrainingOperator:
+    kwargs.setdefault("deferrable", False)
+    return HeteroTrainingOperator(task_id="train", aws_conn_id=None, **kwargs)
+
+
+def test_the_policy_is_checked_against_the_job_at_parse_in_both_forms() -> None:
+    op = operator(job=JOB, rightsizing=RightSizing(groups={CPU: GroupBounds(min_count=1, max_count=4)}))
+    assert "rightsizing" in op.template_fields
+    assert op.rightsizing == {
+        "groups": {CPU: {"min_count": 1, "max_count": 4}},
+        "objective": "cost",
+        "tolerance": 0.05,
+        "mode": "recommend",
+        "agree_runs": 2,
+        "history": 6,
+    }
+    with pytest.raises(ValueError, match=r"rightsizing\.groups\.data_group: the job has no such instance group"):
+        operator(job=JOB, rightsizing={"groups": {"data_group": {"max_count": 4}}})
+    with pytest.raises(ValueError, match=r"rightsizing\.groups\.instance_group_1: the job runs 2 instances, outside"):
+        operator(job=JOB, rightsizing={"groups": {CPU: {"min_count": 3, "max_count": 4}}})
+    with pytest.raises(ValueError, match=r"rightsizing\.mode: "):
+        operator(job=JOB, rightsizing={"groups": {CPU: {"max_count": 4}}, "mode": "always"})
+    with pytest.raises(ValueError, match="a RightSizing or a dict"):
+        operator(job=JOB, rightsizing=["data_group"])
+
+
+def test_a_templated_policy_waits_for_rendering_and_then_fails_the_task() -> None:
+    op = operator(job=JOB, rightsizing={"groups": {CPU: {"max_count": 4}}, "mode": "{{ params.mode }}"})
+    op.rightsizing = {"groups": {CPU: {"max_count": 4}}, "mode": "sometimes"}  # as rendered
+    with pytest.raises(AirflowFailException, match=r"Task train: rightsizing\.mode: "):
+        op.rightsizing_policy()
+    op.rightsizing = {"groups": {"nope": {"max_count": 4}}}
+    with pytest.raises(AirflowFailException, match=r"rightsizing\.groups\.nope: the job has no such instance group"):
+        op.rightsizing_policy()
+
+
+def test_without_a_summary_task_the_task_fails_saying_what_records_the_runs() -> None:
+    op = operator(job=JOB, rightsizing={"groups": {CPU: {"max_count": 4}}})
+    with pytest.raises(AirflowFailException, match="HeteroLogSummaryOperator with training_task_id='train'"):
+        op.summary_task_id(RightSizing.of(op.rightsizing or {}))
+    named = RightSizing.of({"groups": {CPU: {"max_count": 4}}, "summary_task_id": "summarize"})
+    assert op.summary_task_id(named) == "summarize"
+
+
+def test_the_fingerprint_is_the_job_as_written_without_the_managed_counts() -> None:
+    op = operator(job=JOB, rightsizing={"groups": {CPU: {"max_count": 4}}})
+    other = operator(
+        job={**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_count": 3}, JOB["instance_groups"][1]]}
+    )
+    other.rightsizing_source = other.job
+    assert op.fingerprint([CPU]) == other.fingerprint([CPU])
+    assert op.fingerprint([CPU]) != other.fingerprint([])
+
+
+def test_the_evidence_the_next_run_reads() -> None:
+    first = record(1, ratio=5, run_id="r1")
+    previous = {"run_id": "r2", "fingerprint": "fp", "counts": {DATA: 2}, "history": [first], "blocked": {DATA: [3]}}
+    second = record(2, ratio=5, run_id="r2")
+    history, reset, counts, blocked = evidence(previous, second, "fp", {DATA: 1}, "apply")
+    assert [r["run_id"] for r in history] == ["r1", "r2"] and reset is None
+    assert counts == {DATA: 2} and blocked == {DATA: [3]}  # apply: the counts the previous run used
+    assert evidence(previous, second, "fp", {DATA: 1}, "recommend")[2] == {DATA: 1}  # recommend: as written
+    history, reset, counts, blocked = evidence(previous, first, "fp", {DATA: 1}, "apply")  # r2 left no record
+    assert history == [] and reset == "run r2 left no record (its summary task did not record it)"
+    history, reset, counts, blocked = evidence(previous, second, "changed", {DATA: 1}, "apply")
+    assert counts == {DATA: 1} and blocked == {}  # another definition: its counts as written, nothing undone
+    assert evidence(None, first, "fp", {DATA: 1}, "apply") == ([first], None, {DATA: 1}, {})
+
+
+def test_the_summary_records_the_run_and_decides_the_next() -> None:
+    policy = RightSizing.of({"groups": {DATA: {"max_count": 8}}, "mode": "apply"})
+    made = {"counts": {DATA: 1}, "fingerprint": "fp", "history": [record(1, ratio=5, run_id="r1")], "blocked": {}}
+    decision = {**state_of(made, policy, 1.0, PRICES, {DATA: 1}), "mode": "apply", "objective": "cost"}
+    run = summary(1, ratio=5, name="job-2")
+    record_, upcoming = record_next(run, decision, "r2")
+    assert record_["run_id"] == "r2" and record_["job_name"] == "job-2" and record_["outcome"] == "completed"
+    assert record_["groups"][DATA] == {
+        "type": "ml.c5.xlarge",
+        "count": 1,
+        "state": "saturated",
+        "busy_percent": 100.0,
+        "resource": "cpu",
+    }
+    assert upcoming["counts"] == {DATA: 2} and upcoming["evidence"] == 2 and upcoming["max_cost"] == 1.0
+    assert upcoming["policy"]["mode"] == "apply" and upcoming["prices"] == PRICES
+
+
+def test_a_resumed_task_reuses_its_decision() -> None:
+    op = operator(job=JOB, rightsizing={"groups": {CPU: {"max_count": 4}}, "mode": "apply"})
+    ti = MagicMock(run_id="r5", task_id="train", map_index=-1)
+    ti.xcom_pull.return_value = {"run_id": "r5", "mode": "apply", "counts": {CPU: 3}}
+    job = MagicMock()
+    job.build.return_value = {"ResourceConfig": {"InstanceGroups": [{"InstanceGroupName": CPU, "InstanceCount": 2}]}}
+    counted = op.rightsize(job, {"ti": ti})  # type: ignore[arg-type]
+    assert counted.build(job_name="j", region="r")["ResourceConfig"]["InstanceGroups"][0]["InstanceCount"] == 3
+    ti.xcom_push.assert_not_called()
+    assert op.with_attempts({})["rightsizing"] == {
+        "mode": "apply",
+        "counts": {CPU: 3},
+        "recommended": None,
+        "actions": {},
+    }
+
+
+def test_the_instance_groups_page_shows_the_next_runs_decision() -> None:
+    from airflow_hetero.plugins.page import render_page
+
+    run = summary(1, ratio=5, name="job-2")
+    shown = {**run, "unmapped_hosts": [], "unmapped": None, "problems": [], "errors": 0, "warnings": 0}
+    shown["rightsizing"] = {
+        "mode": "recommend",
+        "next": {DATA: 1},
+        "lines": [
+            "Right-sizing (recommend, objective cost): the next run uses data_group=1",
+            "  data_group: <b>kept</b>",
+        ],
+    }
+    page = render_page(shown, where="w")
+    assert "<b>Right-sizing (recommend, objective cost): the next run uses data_group=1</b>" in page
+    assert "<li>data_group: &lt;b&gt;kept&lt;/b&gt;</li>" in page  # escaped: group names come from the job
+    assert "Right-sizing" not in render_page(run, where="w")
+
+
+def test_the_task_decides_from_earlier_xcoms_and_resets_on_a_run_without_a_record() -> None:
+    """decide_now with a task instance whose earlier runs pushed a decision (r2) and a record: of r2, or of an
+    older run (r2's summary did not run)."""
+    from airflow_hetero.job.rightsizing import record_of_summary
+
+    job = {**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_count": 1}, JOB["instance_groups"][1]]}
+    policy = {"groups": {CPU: {"max_count": 4}}, "mode": "apply", "summary_task_id": "summarize"}
+    op = operator(job=job, rightsizing=policy)
+    fingerprint = op.fingerprint([CPU])
+    hook = MagicMock()
+    hook.training_prices.return_value = {t: MagicMock(per_hour=p) for t, p in PRICES.items()}  # the records' types
+    op.make_hook = lambda: hook  # type: ignore[method-assign]
+
+    def starved(run_id: str) -> dict[str, Any]:
+        run = summary(1, ratio=5, name=run_id)
+        run["groups"] = {CPU if g == DATA else g: v for g, v in run["groups"].items()}
+        run["verdict"]["suggestion"]["group"] = CPU
+        return record_of_summary(run, {"fingerprint": fingerprint, "counts": {CPU: 1}}, run_id)
+
+    previous = {"run_id": "r2", "fingerprint": fingerprint, "counts": {CPU: 1}, "history": [starved("r1")]}
+
+    def ti_with(record: dict[str, Any]) -> MagicMock:
+        pulled = {("train", "rightsizing"): previous, ("summarize", "rightsizing_record"): record}
+        ti = MagicMock(run_id="r3", map_index=-1)
+        ti.xcom_pull.side_effect = lambda task_ids, key, **_: pulled.get((task_ids, key))
+        return ti
+
+    decided = op.decide_now({"ti": ti_with(starved("r2"))})  # type: ignore[arg-type]
+    assert decided["counts"] == {CPU: 2} and decided["evidence"] == 2 and decided["run_id"] == "r3"
+    assert decided["groups"][0]["action"] == "changed" and decided["written"] == {CPU: 1}
+    reset = op.decide_now({"ti": ti_with(starved("r1"))})  # type: ignore[arg-type]
+    assert reset["counts"] == {CPU: 1} and reset["evidence"] == 0
+    assert reset["reset"] == "run r2 left no record (its summary task did not record it)"
+    hook.training_prices.side_effect = RuntimeError("no pricing here")  # the decision stands without prices
+    unpriced = op.decide_now({"ti": ti_with(starved("r2"))})  # type: ignore[arg-type]
+    assert unpriced["prices"] == {} and unpriced["groups"][0]["action"] == "kept"
+    assert "no price or run length" in unpriced["groups"][0]["reason"]
