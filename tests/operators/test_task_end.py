@@ -177,10 +177,15 @@ def test_execution_timeout_bounds_a_deferred_wait_and_is_passed_to_airflow(jobs:
     before = time.time()
     with pytest.raises(TaskDeferred) as info:
         op.execute(context())
+    after = time.time()
     trigger_ = info.value.trigger
-    assert trigger_.deadline == pytest.approx(before + 600 - 60, abs=5)  # a minute before Airflow's
+    # both count from the task's start (between before and after: submitting takes seconds on a
+    # loaded machine), the trigger's deadline a minute before Airflow's
+    assert before <= trigger_.started_at <= after
+    assert trigger_.deadline == pytest.approx(trigger_.started_at + 600 - 60)
     assert trigger_.deadline_reason == "execution_timeout (600s)"
-    assert info.value.timeout is not None and 590 <= info.value.timeout.total_seconds() <= 600
+    assert info.value.timeout is not None
+    assert 600 - (after - before) <= info.value.timeout.total_seconds() <= 600
     event = {
         "status": "timeout",
         "job_name": job_name(),
@@ -192,7 +197,6 @@ def test_execution_timeout_bounds_a_deferred_wait_and_is_passed_to_airflow(jobs:
     assert jobs.job(job_name()).training_job_status == "Stopping" and jobs.calls["StopTrainingJob"] == 1
 
 
-
 def deferral_failures() -> tuple[type[BaseException], ...]:
     """What Airflow raises when a deferred task resumes in ``__fail__`` (3.x: two kinds; 2.11: one)."""
     try:
@@ -202,6 +206,7 @@ def deferral_failures() -> tuple[type[BaseException], ...]:
 
         return (TaskDeferralError,)
     return (TaskDeferralError, TaskDeferralTimeout)
+
 
 @pytest.mark.parametrize("error", ["Trigger timeout", "Trigger failure"])
 def test_airflow_failing_a_deferred_task_stops_its_job(jobs: MotoJobs, error: str) -> None:

@@ -10,7 +10,8 @@ queues faults per action; the next request of that action gets the first queued 
 * ``"timeout_after"``: forward, then hold the answer longer than the client's read timeout.
 
 ``sent[action]`` counts requests that arrived at the proxy, ``forwarded[action]`` those the
-service received; ``log`` lists (epoch seconds, action) of each forwarded request, in order.
+service received; ``log`` lists (epoch seconds, action) of each forwarded request, in order, as
+it was answered, and ``answers`` the same with the service's answer body.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class FaultProxy:
         self.sent: Counter[str] = Counter()
         self.forwarded: Counter[str] = Counter()
         self.log: list[tuple[float, str]] = []
+        self.answers: list[tuple[float, str, bytes]] = []
         self._lock = threading.Lock()
         proxy = self
 
@@ -88,7 +90,9 @@ class FaultProxy:
         payload = answer.read()
         with self._lock:
             self.forwarded[action] += 1
-            self.log.append((time.time(), action))
+            now = time.time()
+            self.log.append((now, action))
+            self.answers.append((now, action, payload))
         if fault == "reset_after":
             request.close_connection = True
             request.connection.close()

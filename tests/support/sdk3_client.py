@@ -3,7 +3,7 @@
 ``python sdk3_client.py WORKDIR SCENARIO...`` with ``AWS_ENDPOINT_URL``, fake credentials and region
 in the environment (the settings docs/local.md gives). Prints one ``SDK3-RESULT`` JSON line of what
 the SDK saw, which tests/local/test_sagemaker_sdk3.py checks. Public API only, as a user would
-write it; the role is created in the endpoint's IAM first, as it exists in an AWS account.
+write it; the role is created (or its trust policy set) in the endpoint's IAM first, as it exists in an AWS account.
 Scenarios: ``train`` (heterogeneous ``ModelTrainer.train(wait=True, logs=True)``), ``get-wait``
 (``train(wait=False)`` then ``TrainingJob.get(name).wait()``), ``failed``, ``stopped``,
 ``torchrun`` (torchrun on one group through ``airflow_hetero.runtime``), ``fixture`` (the jobs
@@ -12,7 +12,6 @@ whose driver output tests/data/sdk3-drivers/ keeps, at SM_LOG_LEVEL 20 and 30).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -221,8 +220,12 @@ def run_fixture(session: Session, workdir: Path) -> dict[str, Any]:
 
 def main(workdir: Path, scenarios: list[str]) -> dict[str, Any]:
     iam = boto3.client("iam")
-    with contextlib.suppress(iam.exceptions.EntityAlreadyExistsException):
+    try:
         iam.create_role(RoleName="SageMakerRole", AssumeRolePolicyDocument=json.dumps(TRUST))
+    except iam.exceptions.EntityAlreadyExistsException:
+        # moto's IAM is shared by every endpoint of a test process: an earlier test module may have
+        # left a SageMakerRole that SageMaker may not assume, which the SDK's role check refuses
+        iam.update_assume_role_policy(RoleName="SageMakerRole", PolicyDocument=json.dumps(TRUST))
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket=BUCKET)
     s3.put_object(Bucket=BUCKET, Key="data/part-0.txt", Body=b"1 2 3\n")

@@ -156,24 +156,30 @@ def test_resource_config_is_shaped_like_sagemakers(endpoint: LocalEndpoint, sm: 
 
 
 def test_failing_host_fails_the_job_and_ends_the_others(endpoint: LocalEndpoint, sm: Any, s3: Any) -> None:
+    # the dnn host fails once both data hosts have started their child (hosts/algo-N/model/child.pid,
+    # written whole): on a loaded machine a host can take longer than any fixed pause to get there
     script = """
-        import os, subprocess, sys, time
+        import glob, os, subprocess, sys, time
+        model_dir = os.environ["SM_MODEL_DIR"]
         if os.environ["SM_CURRENT_INSTANCE_GROUP"] == "dnn":
-            time.sleep(0.5)
+            hosts = os.path.dirname(os.path.dirname(model_dir))
+            while len(glob.glob(os.path.join(hosts, "*", "model", "child.pid"))) < 2:
+                time.sleep(0.05)
             print("about to fail")
             print("Traceback (most recent call last):", file=sys.stderr)
             print("ValueError: boom in the dnn group", file=sys.stderr)
             sys.exit(3)
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        with open(os.path.join(os.environ["SM_MODEL_DIR"], "child.pid"), "w") as f:
+        with open(os.path.join(model_dir, "child.pid.tmp"), "w") as f:
             f.write(str(child.pid))
+        os.replace(os.path.join(model_dir, "child.pid.tmp"), os.path.join(model_dir, "child.pid"))
         time.sleep(60)
     """
     job = unique("fail")
     sm.create_training_job(**request(job, put_source(s3, job, script)))
     started = time.monotonic()
-    done = wait(sm, job)
-    assert time.monotonic() - started < 15
+    done = wait(sm, job, timeout=40)
+    assert time.monotonic() - started < 40  # the data hosts were ended, not left to their 60 s
     assert done["TrainingJobStatus"] == "Failed"
     assert done["SecondaryStatus"] == "Failed"
     assert [t["Status"] for t in done["SecondaryStatusTransitions"]][-1] == "Failed"

@@ -2,7 +2,8 @@
 
 Every host of the job runs :data:`STEPPER`: it counts steps into its own checkpoint folder
 (``runtime.checkpoint_dir()``), one step per ``pause`` seconds, and counts its runs there too; so a host
-that finds its runs count above 1 at the end was restored from S3 after each interruption. Tests wait
+that finds its runs count above 1 at the end was restored from S3 after each interruption. Before its
+``min_runs``-th run a host holds at its last step, waiting to be interrupted. Tests wait
 for what the hosts wrote (the checkpoints in S3), never for a time.
 """
 
@@ -49,13 +50,15 @@ STEPPER = """
     steps, pause = int(os.environ["SM_HP_STEPS"]), float(os.environ["SM_HP_PAUSE"])
     if state["runs"] > 1 and os.environ.get("SM_HP_QUICK_RESTART") == "true":
         steps = state["steps"]  # a restored run ends at once
+    last_run = state["runs"] >= int(os.environ.get("SM_HP_MIN_RUNS", "1"))
     while True:
         path.with_suffix(".tmp").write_text(json.dumps(state))
         os.replace(path.with_suffix(".tmp"), path)
         if state["steps"] >= steps:
             break
         time.sleep(pause)
-        state["steps"] += 1
+        if state["steps"] < steps - 1 or last_run:  # before its last run, a host holds at its last step
+            state["steps"] += 1
     with open(os.path.join(os.environ["SM_MODEL_DIR"], env.current_host + ".json"), "w") as out:
         json.dump({**state, "group": env.current_instance_group, "folder": str(folder)}, out)
 """
@@ -70,12 +73,13 @@ def spot_request(
     max_run: int = 120,
     max_wait: int = 600,
     quick_restart: bool = False,
+    min_runs: int = 1,
 ) -> dict[str, Any]:
     body = request(
         name,
         put_source(s3, name, STEPPER),
         groups=GROUPS,
-        hyperparameters={"steps": steps, "pause": pause, "quick_restart": quick_restart},
+        hyperparameters={"steps": steps, "pause": pause, "quick_restart": quick_restart, "min_runs": min_runs},
         max_runtime=max_run,
     )
     body["EnableManagedSpotTraining"] = True
@@ -128,7 +132,9 @@ def test_a_job_interrupted_twice_on_demand_restarts_every_host_from_its_checkpoi
     endpoint: LocalEndpoint, sm: Any, s3: Any
 ) -> None:
     name = unique("spot-demand")
-    sm.create_training_job(**spot_request(s3, name))
+    # the hosts hold at their last step until their third run: however slow the machine, the job is still
+    # training when it is interrupted (an interruption that never comes ends it at MaxRuntime, not Completed)
+    sm.create_training_job(**spot_request(s3, name, min_runs=3))
     wait_for(every_host(s3, name, 1), "a first checkpoint of every host")
     assert endpoint.interrupt(name)["TrainingJobName"] == name
     wait_for(lambda: "Interrupted" in statuses(sm.describe_training_job(TrainingJobName=name)), "Interrupted")
