@@ -8,8 +8,9 @@ shared by every trigger of the same loop, connection, region, ``verify`` and bot
 * one async client for all of them;
 * one DescribeTrainingJob when a job is first watched (its limits and deadline come from it);
 * then, once per interval, one ListTrainingJobs call (``LastModifiedTimeAfter``, sorted by
-  ``CreationTime`` as the API allows, paged up to ``LIST_MAX_PAGES``) for all jobs together, and a
-  DescribeTrainingJob only for the jobs whose summary changed (a list cut short at the page limit
+  ``CreationTime`` as the API allows, paged up to ``LIST_MAX_PAGES``) for all jobs together (due or
+  not: triggers started at different times share it), and a DescribeTrainingJob only for the jobs
+  whose summary changed (a list cut short at the page limit
   says nothing of the jobs it did not reach: they are described);
 * a DescribeTrainingJob anyway for a job not described for ``refresh_intervals`` intervals (a
   safety net for the list's eventual consistency);
@@ -181,17 +182,20 @@ class JobWatcher:
             return
         # never described (new, or every try failed so far): describe; the rest: list, describe changes
         fresh = [job for job in due if job.described_at is None]
-        known = [job for job in due if job.described_at is not None]
-        listable = known and self._listing and self._newest_change is not None
+        listable = len(fresh) < len(due) and self._listing and self._newest_change is not None
         listed = await self._list_changes(client) if listable else None
         to_describe = list(fresh)
-        for job in known:
-            assert job.described_at is not None
-            stale = now - job.described_at >= REFRESH_INTERVALS * job.interval
-            if listed is None or not listed.tells(job.name) or stale:
-                to_describe.append(job)
-            else:
+        # the listing answers for every described job, due or not: triggers that started at different
+        # times then share one listing per interval instead of one per start cohort
+        for job in list(self._jobs.values()):
+            if job.described_at is None:
+                continue
+            is_due = now >= job.checked_at + job.interval - 1e-3
+            stale = is_due and now - job.described_at >= REFRESH_INTERVALS * job.interval
+            if listed is not None and listed.tells(job.name) and not stale:
                 job.checked_at = now
+            elif is_due or (listed is not None and job.name in listed.changed):
+                to_describe.append(job)
         if to_describe:
             limit = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
             await asyncio.gather(*(self._describe(client, job, now, limit) for job in to_describe))

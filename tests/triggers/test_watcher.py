@@ -195,6 +195,30 @@ def test_the_fake_refuses_what_sagemaker_refuses() -> None:
     check_request("ListTrainingJobs", {"SortBy": "CreationTime", "LastModifiedTimeAfter": datetime.now(UTC)})
 
 
+async def test_triggers_started_at_different_times_share_one_listing_per_interval(service: FakeSageMaker) -> None:
+    interval = 0.2
+    names = ["a", "b", "c"]
+    for name in names:
+        service.add(name)
+    waiting = []
+    for name in names:  # each starts a third of an interval after the one before
+        waiting.append(asyncio.ensure_future(wait_all(triggers([name], poll_interval=interval))))
+        await asyncio.sleep(interval / 3)
+    await until(lambda: service.calls["DescribeTrainingJob"] == len(names))
+    loop = asyncio.get_running_loop()
+    listings, started = service.calls["ListTrainingJobs"], loop.time()
+    await asyncio.sleep(10 * interval)
+    listed = service.calls["ListTrainingJobs"] - listings
+    # one listing (one page) per interval for the three; one per start cohort was about three times as many
+    assert 1 <= listed <= (loop.time() - started) / interval + 2
+    assert service.calls["DescribeTrainingJob"] == len(names)  # nothing changed: the listing told
+    for name in names:
+        service.move(name, "Completed", "Completed")
+    events = await asyncio.wait_for(asyncio.gather(*waiting), 20)
+    assert [e[0]["job_status"] for e in events] == ["Completed"] * 3
+    assert service.calls["DescribeTrainingJob"] == 2 * len(names)  # each change described once
+
+
 async def test_a_list_cut_short_describes_the_jobs_it_did_not_reach(
     service: FakeSageMaker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
