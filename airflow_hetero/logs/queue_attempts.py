@@ -54,11 +54,11 @@ def earlier_attempts(
 ) -> list[QueueAttempt]:
     """The training jobs of a service job's ``attempts`` (oldest first:
     :func:`airflow_hetero.job.service_job.attempt_training_jobs`) but ``latest`` (the summarised one), each
-    described and priced. An attempt that cannot be described has cost
+    described and priced (named as its DescribeTrainingJob spells it). An attempt that cannot be described has cost
     None and the error as its reason; other errors propagate."""
     out: list[QueueAttempt] = []
     for name in attempts:
-        if name == latest:
+        if name.lower() == latest.lower():  # an ARN's name is in lower case (SageMaker's names ignore case)
             continue
         try:
             describe = describe_training_job(name)
@@ -74,7 +74,7 @@ def earlier_attempts(
             )
             continue
         types = sorted({str(g["type"]) for g in stated_groups(describe) if g.get("type")})
-        out.append(_priced(name, describe, prices(types), currency))
+        out.append(_priced(str(describe.get("TrainingJobName") or name), describe, prices(types), currency))
     return out
 
 

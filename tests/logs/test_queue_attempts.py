@@ -41,7 +41,7 @@ def test_each_earlier_attempt_is_described_and_priced_the_latest_left_to_the_sum
         return jobs[name]
 
     out = earlier_attempts(
-        ["a1", "a2", "gone", "a3", "latest"], "latest", describe_training_job=describe, prices=prices, currency="USD"
+        ["a1", "a2", "gone", "a3", "latest"], "Latest", describe_training_job=describe, prices=prices, currency="USD"
     )
     assert [a["training_job"] for a in out] == ["a1", "a2", "gone", "a3"]
     assert out[0] == {"training_job": "a1", "status": "Failed", "billable_seconds": 600, "cost": 1.0333}

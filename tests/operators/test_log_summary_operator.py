@@ -289,7 +289,9 @@ SM_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-job/"
 
 
 def queued_service_job() -> dict[str, Any]:
-    attempts = [{"serviceResourceId": {"name": "TrainingJobArn", "value": SM_ARN + n}} for n in (EARLIER, "summ")]
+    # a training job's ARN has its name in lower case; the summary names each attempt as its Describe does
+    arns = [SM_ARN + n.lower() for n in (EARLIER, "summ")]
+    attempts = [{"serviceResourceId": {"name": "TrainingJobArn", "value": arn}} for arn in arns]
     return {
         "jobId": "id-1",
         "jobName": "summ",
@@ -309,7 +311,7 @@ def earlier_training_job() -> dict[str, Any]:
     groups = [("data_group", "ml.c5.xlarge", 1), ("dnn_group", "ml.p3.2xlarge", 2)]
     return {
         "TrainingJobName": EARLIER,
-        "TrainingJobArn": SM_ARN + EARLIER,
+        "TrainingJobArn": SM_ARN + EARLIER.lower(),
         "ModelArtifacts": {"S3ModelArtifacts": "s3://bucket/out"},
         "TrainingJobStatus": "Failed",
         "FailureReason": "AlgorithmError: NCCL error",
@@ -340,7 +342,7 @@ def queued_summary(
         batch_stub.add_client_error("describe_service_job", "ClientException", "no such job", 400, {"jobId": "id-1"})
     else:
         batch_stub.add_response("describe_service_job", queued_service_job(), {"jobId": "id-1"})
-        sm_stub.add_response("describe_training_job", earlier_training_job(), {"TrainingJobName": EARLIER})
+        sm_stub.add_response("describe_training_job", earlier_training_job(), {"TrainingJobName": EARLIER.lower()})
     from airflow_hetero.hooks.training import HeteroTrainingHook
 
     monkeypatch.setattr(
