@@ -24,6 +24,7 @@ import json
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
+    from airflow_hetero.hooks.batch import HeteroBatchHook
     from airflow_hetero.hooks.training import HeteroTrainingHook
 
 #: The connection used when none is named (``AwsBaseHook.default_conn_name``, without importing it).
@@ -85,6 +86,17 @@ class AwsSettings:
         from airflow_hetero.hooks.training import HeteroTrainingHook
 
         return HeteroTrainingHook(
+            aws_conn_id=self.aws_conn_id,
+            region_name=self.region_name,
+            verify=self.verify,
+            config=self.botocore_config,
+        )
+
+    def make_batch_hook(self) -> HeteroBatchHook:
+        """A Batch hook (queue mode's service jobs) for these settings."""
+        from airflow_hetero.hooks.batch import HeteroBatchHook
+
+        return HeteroBatchHook(
             aws_conn_id=self.aws_conn_id,
             region_name=self.region_name,
             verify=self.verify,

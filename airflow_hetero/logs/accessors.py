@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         ErrorSampleEntry,
         LogSummary,
         MetricSummary,
+        QueueAttempts,
         Series,
         Truncated,
         Utilization,
@@ -43,6 +44,7 @@ __all__ = [
     "is_skeleton",
     "metrics_of",
     "problems_of",
+    "queue_attempts_of",
     "series_of",
     "truncated_of",
     "unmapped_of",
@@ -218,6 +220,18 @@ _ATTEMPT = _shape(
         "reason": _STR,
     }
 )
+_QUEUE_ATTEMPT = _shape(
+    {"training_job": _STR, "status": _or_none(_STR), **dict.fromkeys(("billable_seconds", "cost"), _or_none(_NUM))},
+    {"reason": _STR},
+)
+_QUEUE = _shape(
+    {
+        **dict.fromkeys(("service_job", "job_id", "currency"), _STR),
+        "job_queue": _or_none(_STR),
+        "attempts": _list_of(_QUEUE_ATTEMPT),
+        **dict.fromkeys(("earlier_cost", "total"), _or_none(_NUM)),
+    }
+)
 _SUMMARY = _shape(
     {
         "training_job_name": _STR,
@@ -239,6 +253,7 @@ _SUMMARY = _shape(
         "cost": lambda value: _COST(value) or _COST_HEADLINE(value),
         "api_calls": _dict_of(_INT),
         "capacity_attempts": _list_of(_ATTEMPT),
+        "queue_attempts": _QUEUE,
         **dict.fromkeys(("problems_total", "unmapped_hosts_total"), _INT),
     },
 )
@@ -267,6 +282,10 @@ def _is_cost_headline(value: object) -> TypeGuard[CostHeadline]:
 
 def _is_attempt(value: object) -> TypeGuard[CapacityAttempt]:
     return _ATTEMPT(value)
+
+
+def _is_queue(value: object) -> TypeGuard[QueueAttempts]:
+    return _QUEUE(value)
 
 
 def _is_utilization(value: object) -> TypeGuard[Utilization]:
@@ -315,6 +334,13 @@ def capacity_attempts_of(summary: Mapping[str, object]) -> list[CapacityAttempt]
     the job ran on its first cluster (or the summary does not say). Unreadable ones left out."""
     attempts = summary.get("capacity_attempts")
     return [a for a in attempts if _is_attempt(a)] if isinstance(attempts, list) else []
+
+
+def queue_attempts_of(summary: Mapping[str, object]) -> QueueAttempts | None:
+    """The service job a queued job ran in and every attempt's cost; None when the job was not queued
+    (or the summary does not say, or says it in another shape)."""
+    queue = summary.get("queue_attempts")
+    return queue if _is_queue(queue) else None
 
 
 def groups_of(summary: Mapping[str, object]) -> dict[str, Mapping[str, object]]:

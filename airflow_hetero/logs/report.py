@@ -12,7 +12,13 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping
 
-from airflow_hetero.logs.accessors import capacity_attempts_of, groups_of, is_skeleton, verdict_of
+from airflow_hetero.logs.accessors import (
+    capacity_attempts_of,
+    groups_of,
+    is_skeleton,
+    queue_attempts_of,
+    verdict_of,
+)
 from airflow_hetero.logs.table import TABLE_WIDTH, format_table
 from airflow_hetero.logs.text import strip_control
 from airflow_hetero.logs.verdict import format_verdict
@@ -65,7 +71,28 @@ def capacity_lines(summary: Mapping[str, object]) -> list[str]:
     return wrap_indented(strip_control(f"Capacity: {', '.join(moves) or 'no group moved'} ({failed})"))
 
 
+def _amount(value: float | None, currency: str) -> str:
+    return f"{value:.2f} {currency}" if value is not None else "unknown"
+
+
+def queue_lines(summary: Mapping[str, object]) -> list[str]:
+    """``Queue: service job train-1 (id) in gpu-queue, 2 attempts; earlier attempts cost 1.23 USD, all attempts
+    4.56 USD``: the service job a queued job ran in, with every attempt's cost; [] when it was not queued."""
+    queue = queue_attempts_of(summary)
+    if queue is None:
+        return []
+    count, currency = len(queue["attempts"]), queue["currency"]
+    where = f" in {queue['job_queue']}" if queue["job_queue"] else ""
+    attempts = f"{count} attempt{'s' if count != 1 else ''}"
+    line = (
+        f"Queue: service job {queue['service_job']} ({queue['job_id']}){where}, {attempts}"
+        f"; earlier attempts cost {_amount(queue['earlier_cost'], currency)}"
+        f", all attempts {_amount(queue['total'], currency)}"
+    )
+    return wrap_indented(strip_control(line))
+
+
 def format_report(summary: Mapping[str, object]) -> str:
-    """The table (:func:`~airflow_hetero.logs.table.format_table`), the capacity fallback, then the
-    verdict: what the task log, the CLI and the demo print."""
-    return "\n".join([format_table(summary), *capacity_lines(summary), *verdict_lines(summary)])
+    """The table (:func:`~airflow_hetero.logs.table.format_table`), the capacity fallback, the queue's
+    attempts, then the verdict: what the task log, the CLI and the demo print."""
+    return "\n".join([format_table(summary), *capacity_lines(summary), *queue_lines(summary), *verdict_lines(summary)])

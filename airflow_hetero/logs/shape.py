@@ -370,6 +370,28 @@ class CapacityAttempt(TypedDict):
     reason: str
 
 
+class QueueAttempt(TypedDict):
+    """One attempt of a queued job's service job (docs/queue.md): its training job and what it billed."""
+
+    training_job: str
+    status: str | None
+    billable_seconds: float | None
+    cost: float | None  # None: see ``reason``
+    reason: NotRequired[str]
+
+
+class QueueAttempts(TypedDict):
+    """The service job a queued job ran in and every attempt's cost (:mod:`airflow_hetero.logs.queue_attempts`)."""
+
+    service_job: str
+    job_id: str
+    job_queue: str | None
+    currency: str
+    attempts: list[QueueAttempt]  # oldest first, the summarised job last
+    earlier_cost: float | None  # the attempts before the summarised job (None: one is unknown)
+    total: float | None  # every attempt's (None: one is unknown)
+
+
 class RightSizingView(TypedDict):
     """The next run's right-sizing decision as the summary shows it (docs/rightsizing.md)."""
 
@@ -395,6 +417,7 @@ class LogSummary(JobOverview):
     cost: NotRequired[Cost | CostHeadline]  # when the summary was given prices (or overrides)
     api_calls: NotRequired[dict[str, int]]  # calls by action, plus "total"
     capacity_attempts: NotRequired[list[CapacityAttempt]]  # only when the job ran after a capacity fallback
+    queue_attempts: NotRequired[QueueAttempts]  # only when the job ran in a queue (a service job's attempt)
     rightsizing: NotRequired[RightSizingView]  # the summary operator's, when its training task right-sizes
     problems_total: NotRequired[int]
     unmapped_hosts_total: NotRequired[int]

@@ -10,7 +10,7 @@ Takes already-built clients (plain boto3 ones or those of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,8 +28,9 @@ from airflow_hetero.logs.per_group import (
     build_summary,
     training_window,
 )
+from airflow_hetero.logs.queue_attempts import queue_attempts
 from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS
-from airflow_hetero.logs.shape import BoundedSummary
+from airflow_hetero.logs.shape import BoundedSummary, QueueAttempt
 from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 from airflow_hetero.logs.streams import DEFAULT_MAX_ERROR_SAMPLES, LOG_GROUP, StreamLog, host_from_stream
 from airflow_hetero.logs.verdict import Thresholds
@@ -67,6 +68,8 @@ def summarize_training_job(
     prices: Prices | None = None,
     currency: str = PRICE_LIST_CURRENCY,
     capacity_attempts: Iterable[Mapping[str, Any]] | None = None,
+    service_job: Mapping[str, Any] | None = None,
+    earlier_attempts: Sequence[QueueAttempt] = (),
 ) -> BoundedSummary:
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
@@ -86,6 +89,9 @@ def summarize_training_job(
     :param capacity_attempts: the training operator's ``capacity_attempts`` (clusters that failed for
         lack of capacity before this job); non-empty, the summary keeps them, each reason's first
         :data:`ATTEMPT_REASON_CHARS` characters. Everything else is this job's own (its Describe).
+    :param service_job: in queue mode, the DescribeServiceJob answer of the service job this job is an
+        attempt of, with ``earlier_attempts`` (:func:`airflow_hetero.logs.queue_attempts.earlier_attempts`):
+        the summary's ``queue_attempts`` says every attempt's cost and their total (docs/queue.md).
     Works on a running job too (``partial`` is then True). Raises ValueError for bad arguments or
     patterns before any log is read; service errors (e.g. an unknown job) propagate.
     """
@@ -180,4 +186,6 @@ def summarize_training_job(
     attempts = capacity_attempts_of({"capacity_attempts": list(capacity_attempts or ())})
     if attempts:
         summary["capacity_attempts"] = [{**a, "reason": a["reason"][:ATTEMPT_REASON_CHARS]} for a in attempts]
+    if service_job is not None:
+        summary["queue_attempts"] = queue_attempts(service_job, earlier_attempts, summary, currency=currency)
     return enforce_size_limit(summary, max_xcom_bytes)

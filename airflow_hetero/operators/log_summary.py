@@ -8,7 +8,9 @@ also pushed as ``verdict``, and what the job cost (``cost``, from ``prices`` and
 API, :mod:`airflow_hetero.pricing`) as ``cost``. The job is ``job_name`` or the one the task
 ``training_task_id`` created (its ``training_job_name`` XCom key, pushed before it waits, so a
 failed training task's job is summarised too); from that task's ``capacity_attempts`` key the summary
-also says which clusters failed for lack of capacity before that job (docs/capacity.md).
+also says which clusters failed for lack of capacity before that job (docs/capacity.md), and from its
+``service_job`` key (queue mode) what every attempt of the service job cost (``queue_attempts``; the ``cost``
+XCom then also has ``attempts_total``, docs/queue.md).
 
 Importing this module loads nothing beyond ``airflow.sdk``, the small
 :mod:`airflow_hetero.logs.size_limit` and :mod:`~airflow_hetero.logs.verdict` (its thresholds are
@@ -143,7 +145,7 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
         """Read, summarise, log the table and the verdict, push ``verdict`` and ``cost``; return the
         whole summary."""
         from airflow_hetero.links.instance_groups import persist_instance_groups_link
-        from airflow_hetero.logs.accessors import cost_of, verdict_of
+        from airflow_hetero.logs.accessors import cost_of, queue_attempts_of, verdict_of
         from airflow_hetero.logs.report import format_report
         from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
         from airflow_hetero.logs.summarize import summarize_training_job
@@ -155,6 +157,11 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
 
             attempts = context["ti"].xcom_pull(task_ids=self.training_task_id, key=CAPACITY_ATTEMPTS_XCOM_KEY)
         hook = self.make_hook()
+        queue = None
+        if self.training_task_id is not None:  # queue mode: the service job's earlier attempts, priced
+            from airflow_hetero.operators.queue_summary import queue_input
+
+            queue = queue_input(self, context, hook, job_name)
         summary = summarize_training_job(
             job_name,
             logs_client=hook.logs_client,
@@ -170,15 +177,18 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
             prices=lambda types: hook.training_prices(types, self.price_settings),
             currency=self.price_settings.currency,
             capacity_attempts=attempts if isinstance(attempts, list) else None,
+            service_job=queue[0] if queue else None,
+            earlier_attempts=queue[1] if queue else (),
         )
         self.log.info("Log summary of %s:\n%s", job_name, format_report(summary))
         ti = context["ti"]
         verdict = verdict_of(summary)  # a skeleton (the size bound's last resort) has none
         if verdict is not None:
             ti.xcom_push(key=VERDICT_XCOM_KEY, value=verdict)
-        cost = cost_of(summary)
+        cost, queued = cost_of(summary), queue_attempts_of(summary)
         if cost is not None:
-            ti.xcom_push(key=COST_XCOM_KEY, value=cost)
+            extra = {"attempts": len(queued["attempts"]), "attempts_total": queued["total"]} if queued else {}
+            ti.xcom_push(key=COST_XCOM_KEY, value={**cost, **extra})
         if self.training_task_id is not None and "unmapped" in summary:  # a whole summary, not a skeleton
             summary = self.record_rightsizing(summary, context)
         persist_instance_groups_link(context)

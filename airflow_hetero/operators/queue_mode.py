@@ -8,7 +8,7 @@ operator calls (execute, resume after deferral, kill). The steps live in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import AirflowFailException
@@ -32,6 +32,7 @@ class QueueModeMixin:
     """``batch_queue``: checked at parse, and the operator's queue-mode entry points."""
 
     record_job_outputs: Any  # JobOutputsMixin's (records_outputs calls it)
+    make_batch_hook: Callable[[], HeteroBatchHook]  # AwsSettings's
 
     task_id: str
     log: Any
@@ -60,18 +61,6 @@ class QueueModeMixin:
                 explicit_job_names(name, BATCH_PAYLOAD_TRAINING_JOB_NAME_MAX_LENGTH)
             except ValueError as err:
                 raise ValueError(f"job_name: {err}") from None
-
-    def make_batch_hook(self) -> HeteroBatchHook:
-        """A Batch hook with the task's AWS settings."""
-        from airflow_hetero.hooks.batch import HeteroBatchHook
-
-        settings: dict[str, Any] = self.aws_settings()  # type: ignore[attr-defined]
-        return HeteroBatchHook(
-            aws_conn_id=settings["aws_conn_id"],
-            region_name=settings["region_name"],
-            verify=settings["verify"],
-            config=settings["botocore_config"],
-        )
 
     def execute_queued(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach to this task instance's service job, then wait (or defer)."""

@@ -19,13 +19,14 @@ from airflow_hetero.logs.accessors import (
     error_samples_of,
     groups_of,
     hosts_of,
+    queue_attempts_of,
     series_of,
     truncated_of,
     unmapped_of,
     verdict_of,
 )
 from airflow_hetero.logs.series import SERIES_METRICS
-from airflow_hetero.logs.shape import Cost, CostHeadline, Series, Verdict, VerdictHeadline
+from airflow_hetero.logs.shape import Cost, CostHeadline, QueueAttempts, Series, Verdict, VerdictHeadline
 from airflow_hetero.logs.table import PRICE_SOURCES
 from airflow_hetero.logs.verdict import effect_line, state_label
 
@@ -271,6 +272,29 @@ def _verdict_parts(verdict: Verdict | VerdictHeadline | None, groups: Mapping[st
     return parts
 
 
+def _queue_table(queue: QueueAttempts) -> str:
+    """The service job a queued job ran in: every attempt's training job, status, billed time and cost."""
+    currency = escape(queue["currency"])
+    rows = "".join(
+        f"<tr><td>{escape(a['training_job'])}</td><td>{escape(str(a['status']))}</td>"
+        f"<td>{_num(a['billable_seconds'])}</td><td{_title(a.get('reason'))}>{_money(a['cost'])}</td></tr>"
+        for a in queue["attempts"]
+    )
+    where = f" in {queue['job_queue']}" if queue["job_queue"] else ""
+    return (
+        f"<h2>Queue <span class='muted'>service job {escape(queue['service_job'])} ({escape(queue['job_id'])})"
+        f"{escape(where)}</span></h2><table><tr><th>attempt's training job</th><th>status</th>"
+        f"<th>billable seconds</th><th>cost ({currency})</th></tr>{rows}"
+        f"<tr><th>earlier attempts</th><th></th><th></th><th>{_money(queue['earlier_cost'])}</th></tr>"
+        f"<tr><th>all attempts</th><th></th><th></th><th>{_money(queue['total'])}</th></tr></table>"
+        '<p class="muted">The groups, charts and cost above are the latest attempt\'s.</p>'
+    )
+
+
+def _title(reason: object) -> str:
+    return f' title="{escape(str(reason))}"' if reason else ""
+
+
 def _rightsizing(view: Any) -> str:
     """The next run's right-sizing decision (docs/rightsizing.md), when the summary holds one."""
     if not isinstance(view, Mapping) or not isinstance(view.get("lines"), list):
@@ -305,6 +329,9 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     cost = cost_of(summary)
     if cost:
         body.append(_cost_table(cost))
+    queue = queue_attempts_of(summary)
+    if queue:
+        body.append(_queue_table(queue))
     body.append(_rightsizing(summary.get("rightsizing")))
     for name, group in groups.items():
         body.append(

@@ -18,6 +18,7 @@ from airflow_hetero.logs.accessors import (
     is_skeleton,
     metrics_of,
     problems_of,
+    queue_attempts_of,
     series_of,
     truncated_of,
     unmapped_of,
@@ -210,3 +211,44 @@ def test_a_summary_after_a_capacity_fallback_reads_and_reports_one_capacity_line
     for none in ([], None, "x"):
         summary["capacity_attempts"] = none
         assert capacity_attempts_of(summary) == [] and "Capacity:" not in format_report(summary)
+
+
+def queue(earlier: float | None, latest: float | None) -> dict[str, Any]:
+    attempts: list[dict[str, Any]] = [
+        {"training_job": "AWSBatchjob-a1", "status": "Failed", "billable_seconds": 600, "cost": earlier},
+        {"training_job": "job", "status": "Completed", "billable_seconds": 900, "cost": latest},
+    ]
+    if earlier is None:
+        attempts[0]["reason"] = "no price for ml.p5.48xlarge"
+    total = None if earlier is None or latest is None else earlier + latest
+    return {
+        "service_job": "job",
+        "job_id": "id-1",
+        "job_queue": "gpu-queue",
+        "currency": "USD",
+        "attempts": attempts,
+        "earlier_cost": earlier,
+        "total": total,
+    }
+
+
+def test_a_queued_summary_reads_and_reports_one_queue_line() -> None:
+    summary = whole_summary()
+    summary["queue_attempts"] = queue(1.5, 2.25)
+    assert is_log_summary(summary) and queue_attempts_of(summary) == summary["queue_attempts"]
+    report = format_report(summary)
+    line = "Queue: service job job (id-1) in gpu-queue, 2 attempts; earlier attempts cost 1.50 USD, all attempts"
+    assert report.startswith(f"{format_table(summary)}\n{line}\n  3.75 USD\nVerdict: ")  # wrapped at the width
+    assert all(len(row) <= TABLE_WIDTH for row in report.splitlines())
+    summary["queue_attempts"] = queue(None, 2.25)  # an earlier attempt has no price: the sums are unknown
+    assert is_log_summary(summary)
+    joined = " ".join(row.strip() for row in format_report(summary).splitlines())
+    assert "2 attempts; earlier attempts cost unknown, all attempts unknown Verdict: " in joined
+    summary["queue_attempts"] = {**queue(1.5, 2.25), "attempts": [{"training_job": 3}]}
+    assert not is_log_summary(summary) and queue_attempts_of(summary) is None  # malformed: left out
+    assert "Queue:" not in format_report(summary)
+    for none in (None, "x", {}):
+        summary["queue_attempts"] = none
+        assert queue_attempts_of(summary) is None and "Queue:" not in format_report(summary)
+    del summary["queue_attempts"]
+    assert is_log_summary(summary) and "Queue:" not in format_report(summary)

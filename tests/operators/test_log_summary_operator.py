@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 from moto import mock_aws
 from support.log_jobs import create_job, put_stream, put_utilization, resource_config_line
 
@@ -255,7 +256,7 @@ def test_a_job_that_fell_back_shows_the_types_that_ran_the_fallback_and_only_its
     ti = MagicMock(dag_id="d", run_id="r", task_id="summary", map_index=-1)
     # the training task did not right-size (no "rightsizing" key): the summary records nothing for it
     pushed = {"training_job_name": job, "capacity_attempts": [FAILED_ATTEMPT], "rightsizing": None}
-    ti.xcom_pull.side_effect = lambda task_ids, key: pushed[key]
+    ti.xcom_pull.side_effect = lambda task_ids, key: pushed.get(key)  # None for a key never pushed
     prices = {"ml.c5.xlarge": 0.2, "ml.p3.2xlarge": 3.0, "ml.p4d.24xlarge": 40.0}
     operator = HeteroLogSummaryOperator(
         task_id="summary",
@@ -281,3 +282,137 @@ def test_a_job_that_fell_back_shows_the_types_that_ran_the_fallback_and_only_its
         in logged
     )
     assert "Capacity:" not in format_report(alone)
+
+
+EARLIER = "AWSBatchsumm" + "1" * 32  # the service job's first attempt; the fixture's job "summ" is its second
+SM_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-job/"
+
+
+def queued_service_job() -> dict[str, Any]:
+    # a training job's ARN has its name in lower case; the summary names each attempt as its Describe does
+    arns = [SM_ARN + n.lower() for n in (EARLIER, "summ")]
+    attempts = [{"serviceResourceId": {"name": "TrainingJobArn", "value": arn}} for arn in arns]
+    return {
+        "jobId": "id-1",
+        "jobName": "summ",
+        "jobArn": "arn:aws:batch:us-east-1:123456789012:job/id-1",
+        "jobQueue": "gpu-queue",
+        "serviceJobType": "SAGEMAKER_TRAINING",
+        "status": "SUCCEEDED",
+        "createdAt": 1767225600000,
+        "startedAt": 1767225600000,
+        "attempts": attempts,
+        "latestAttempt": attempts[-1],
+    }
+
+
+def earlier_training_job() -> dict[str, Any]:
+    """The first attempt: billed 600 s on 1 x ml.c5.xlarge and 2 x ml.p3.2xlarge, then failed (Batch retried)."""
+    groups = [("data_group", "ml.c5.xlarge", 1), ("dnn_group", "ml.p3.2xlarge", 2)]
+    return {
+        "TrainingJobName": EARLIER,
+        "TrainingJobArn": SM_ARN + EARLIER.lower(),
+        "ModelArtifacts": {"S3ModelArtifacts": "s3://bucket/out"},
+        "TrainingJobStatus": "Failed",
+        "FailureReason": "AlgorithmError: NCCL error",
+        "SecondaryStatus": "Failed",
+        "AlgorithmSpecification": {"TrainingInputMode": "File", "TrainingImage": "img"},
+        "ResourceConfig": {
+            "InstanceGroups": [{"InstanceGroupName": n, "InstanceType": t, "InstanceCount": c} for n, t, c in groups],
+            "VolumeSizeInGB": 30,
+        },
+        "StoppingCondition": {"MaxRuntimeInSeconds": 7200},
+        "CreationTime": datetime(2026, 1, 1, tzinfo=UTC),
+        "BillableTimeInSeconds": 600,
+    }
+
+
+def queued_summary(
+    monkeypatch: pytest.MonkeyPatch, describe_fails: bool = False
+) -> tuple[dict[str, Any], MagicMock, Stubber, Stubber]:
+    """The summary operator on a queued training task: Batch and the earlier attempt's DescribeTrainingJob on
+    botocore Stubbers (checked against the models), the summarised job on moto."""
+    keys = {"a": "a", "b": "b"}
+    batch = boto3.client("batch", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
+    sagemaker = boto3.client(
+        "sagemaker", region_name="us-east-1", aws_access_key_id=keys["a"], aws_secret_access_key="b"
+    )
+    batch_stub, sm_stub = Stubber(batch), Stubber(sagemaker)
+    if describe_fails:
+        batch_stub.add_client_error("describe_service_job", "ClientException", "no such job", 400, {"jobId": "id-1"})
+    else:
+        batch_stub.add_response("describe_service_job", queued_service_job(), {"jobId": "id-1"})
+        sm_stub.add_response("describe_training_job", earlier_training_job(), {"TrainingJobName": EARLIER.lower()})
+    from airflow_hetero.hooks.training import HeteroTrainingHook
+
+    monkeypatch.setattr(
+        HeteroTrainingHook,
+        "describe_training_job",
+        lambda _, name: sagemaker.describe_training_job(TrainingJobName=name),
+    )
+    operator = HeteroLogSummaryOperator(
+        task_id="summary",
+        training_task_id="train",
+        aws_conn_id=None,
+        region_name="us-east-1",
+        prices={"ml.c5.xlarge": 0.2, "ml.p3.2xlarge": 3.0},
+        use_pricing_api=False,
+    )
+    hook = operator.make_batch_hook()
+    hook.__dict__.update(conn=batch)
+    monkeypatch.setattr(operator, "make_batch_hook", lambda: hook)
+    ti = MagicMock(dag_id="d", run_id="r", task_id="summary", map_index=-1)
+    pushed = {"training_job_name": "summ", "service_job": {"job_id": "id-1", "job_name": "summ"}}
+    ti.xcom_pull.side_effect = lambda task_ids, key: pushed.get(key)
+    with batch_stub, sm_stub:
+        summary = operator.execute({"ti": ti})  # type: ignore[arg-type]
+        batch_stub.assert_no_pending_responses()
+        sm_stub.assert_no_pending_responses()
+    return dict(summary), ti, batch_stub, sm_stub
+
+
+def test_a_queued_job_summarises_the_latest_attempt_and_costs_every_attempt(
+    job: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary, ti, _, _ = queued_summary(monkeypatch)
+    assert summary["training_job_name"] == "summ"  # the latest attempt's logs and groups
+    latest = summary["cost"]["total"]
+    assert latest is not None
+    earlier = round(600 * (1 * 0.2 + 2 * 3.0) / 3600, 4)  # BillableTimeInSeconds x the cluster's price per hour
+    queue = summary["queue_attempts"]
+    assert queue["attempts"] == [
+        {"training_job": EARLIER, "status": "Failed", "billable_seconds": 600, "cost": earlier},
+        {
+            "training_job": "summ",
+            "status": "Completed",
+            "billable_seconds": summary.get("billable_seconds"),
+            "cost": latest,
+        },
+    ]
+    assert queue["earlier_cost"] == earlier and queue["total"] == round(earlier + latest, 4)
+    assert (queue["service_job"], queue["job_id"], queue["job_queue"], queue["currency"]) == (
+        "summ",
+        "id-1",
+        "gpu-queue",
+        "USD",
+    )
+    pushed = {c.kwargs["key"]: c.kwargs["value"] for c in ti.xcom_push.call_args_list}
+    assert pushed["cost"] == {**summary["cost"], "attempts": 2, "attempts_total": queue["total"]}
+    logged = " ".join(line.strip() for line in capsys.readouterr().out.splitlines())
+    assert (
+        f"Queue: service job summ (id-1) in gpu-queue, 2 attempts; earlier attempts cost {earlier:.2f} USD, "
+        f"all attempts {queue['total']:.2f} USD" in logged
+    )
+
+
+def test_a_service_job_that_cannot_be_read_leaves_the_summary_as_it_was(
+    job: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary, ti, _, _ = queued_summary(monkeypatch, describe_fails=True)
+    alone, _ = run(job_name=job)
+    assert "queue_attempts" not in summary and list(summary) == list(alone)
+    pushed = {c.kwargs["key"]: c.kwargs["value"] for c in ti.xcom_push.call_args_list}
+    assert "attempts_total" not in pushed.get("cost", {})
+    out = capsys.readouterr()
+    logged = caplog.text + out.out + out.err  # the task log: stdout on Airflow 3, logging on 2.11
+    assert "Queue: could not read service job id-1" in logged and "no such job" in logged

@@ -300,3 +300,51 @@ def test_a_bad_request_is_refused_before_anything_is_submitted(conn: LocalEndpoi
     with pytest.raises(AirflowFailException, match="at most 10240"):
         op.execute(context)
     assert not [c for c in context["ti"].xcom_push.call_args_list if c.kwargs.get("key") == "service_job"]
+
+
+def test_the_summary_of_a_requeued_job_is_its_latest_attempts_with_every_attempt_costed(
+    conn: LocalEndpoint, tmp_path: Path
+) -> None:
+    from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
+
+    conn.set_capacity({C5: 0})  # the first attempt fails for lack of capacity (no billable time), Batch requeues
+    op = operator(conn, tmp_path, "summarised", batch_queue=BatchQueue("one", retry_strategy=1))
+    logs = record_logs(op)
+    context: Any = {"ti": ti("summarised")}
+
+    def control() -> None:
+        try:
+            until(lambda: "back in the queue" in logs.text() or "attempt 2" in logs.text(), "a requeue", 120)
+        finally:
+            conn.set_capacity({C5: None})
+        until(lambda: "attempt 2 is training job" in logs.text(), "the next attempt", 120)
+        release(tmp_path, "summarised")
+
+    with controlled(control):
+        result = op.execute(context)
+    attempts = result["service_job"]["attempts"]
+    assert len(attempts) >= 2 and attempts[-1] == result["training_job_name"].lower()  # ARNs' names: lower case
+    pushed = {c.kwargs["key"]: c.kwargs["value"] for c in context["ti"].xcom_push.call_args_list}
+    summary_ti = MagicMock(dag_id="queued", task_id="summary", run_id="summarised", map_index=-1)
+    summary_ti.xcom_pull.side_effect = lambda task_ids, key: pushed.get(key) if task_ids == "train" else None
+    summarize = HeteroLogSummaryOperator(
+        task_id="summary",
+        training_task_id="train",
+        aws_conn_id=CONN_ID,
+        include_metrics=False,
+        prices={C5: 0.5},
+        use_pricing_api=False,
+    )
+    summary: Any = summarize.execute({"ti": summary_ti})  # type: ignore[arg-type]
+    assert summary["training_job_name"] == result["training_job_name"]  # the latest attempt's groups and logs
+    queue = summary["queue_attempts"]
+    named = [a["training_job"] for a in queue["attempts"]]  # as DescribeTrainingJob spells them
+    assert [n.lower() for n in named] == attempts and named[0].startswith("AWSBatch")
+    assert queue["service_job"] == result["service_job"]["job_name"] and queue["job_queue"]
+    first = queue["attempts"][0]
+    assert (first["status"], first["billable_seconds"], first["cost"]) == ("Failed", 0, 0.0)  # no capacity: no bill
+    latest = summary["cost"]["total"]
+    assert latest is not None and queue["attempts"][-1]["cost"] == latest
+    assert queue["earlier_cost"] == 0.0 and queue["total"] == latest
+    costs = [c.kwargs["value"] for c in summary_ti.xcom_push.call_args_list if c.kwargs["key"] == "cost"]
+    assert costs[-1]["attempts"] == len(attempts) and costs[-1]["attempts_total"] == queue["total"]

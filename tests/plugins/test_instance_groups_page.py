@@ -240,3 +240,25 @@ def test_page_shows_the_cost_and_the_suggestions_effect() -> None:
     assert "Cost unknown for &lt;b&gt;odd&lt;/b&gt;: refused &lt;2&gt;" in html
     assert "if data_group has 4 instead of 2 instances: +7.344 USD/h, -3.08 USD per run; run 600 s -&gt; 304 s" in html
     assert "<x>" not in html
+
+
+def test_page_shows_a_queued_jobs_attempts_and_their_cost() -> None:
+    page = summary()
+    attempts = [
+        {"training_job": "AWSBatchjob<1>", "status": "Failed", "billable_seconds": 600, "cost": 1.0333},
+        {"training_job": "AWSBatchjob-2", "status": "Failed", "billable_seconds": 60, "cost": None, "reason": "no <p>"},
+        {"training_job": "job-<1>", "status": "Completed", "billable_seconds": 900, "cost": 2.5},
+    ]
+    queue = {"service_job": "job<1>", "job_id": "id-1", "job_queue": "gpu-queue", "currency": "USD"}
+    page["queue_attempts"] = {**queue, "attempts": attempts[::2], "earlier_cost": 1.0333, "total": 3.5333}
+    html = render_page(page, where="w")
+    assert "<h2>Queue <span class='muted'>service job job&lt;1&gt; (id-1) in gpu-queue</span></h2>" in html
+    assert "<tr><td>AWSBatchjob&lt;1&gt;</td><td>Failed</td><td>600</td><td>1.033</td></tr>" in html
+    assert "<tr><th>earlier attempts</th><th></th><th></th><th>1.033</th></tr>" in html
+    assert "<tr><th>all attempts</th><th></th><th></th><th>3.533</th></tr>" in html
+    page["queue_attempts"] = {**queue, "attempts": attempts, "earlier_cost": None, "total": None}
+    html = render_page(page, where="w")
+    assert '<td>60</td><td title="no &lt;p&gt;">unknown</td>' in html
+    assert "<tr><th>all attempts</th><th></th><th></th><th>unknown</th></tr>" in html
+    del page["queue_attempts"]
+    assert "<h2>Queue" not in render_page(page, where="w")  # a job that was not queued
