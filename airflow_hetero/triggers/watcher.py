@@ -12,8 +12,8 @@ shared by every trigger of the same loop, connection, region, ``verify`` and bot
   not: triggers started at different times share it), and a DescribeTrainingJob only for the jobs
   whose summary changed (a list cut short at the page limit
   says nothing of the jobs it did not reach: they are described);
-* a DescribeTrainingJob anyway for a job not described for ``refresh_intervals`` intervals (a
-  safety net for the list's eventual consistency);
+* a DescribeTrainingJob anyway for a job not described for ``REFRESH_INTERVALS`` intervals since
+  the previous answer (a safety net for the list's eventual consistency);
 * if listing is not allowed (an IAM policy that grants only DescribeTrainingJob, say), or fails
   for one interval, every due job is described instead: never worse than polling each job.
 
@@ -264,7 +264,9 @@ class JobWatcher:
                 self._deliver(job, exc)
                 return
         job.checked_at = now
-        job.described_at = now
+        # described as of its answer, not of the poll's start: a slow Describe (a new client's first, a
+        # loaded machine's) does not bring the next refresh closer (it came at once after such a one)
+        job.described_at = asyncio.get_running_loop().time()
         job.summary = _summary(answer)
         modified = answer.get("LastModifiedTime")
         if isinstance(modified, datetime) and (self._newest_change is None or modified > self._newest_change):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections import Counter
@@ -38,6 +39,8 @@ class FakeSageMaker:
         self.clients_opened = 0
         self.list_error: Exception | None = None
         self.clock = datetime.now(UTC)
+        self.describe_delays: list[float] = []  # seconds each next DescribeTrainingJob takes (then none)
+        self.described_at: list[float] = []  # loop time of each DescribeTrainingJob answer
 
     def tick(self) -> datetime:
         self.clock += timedelta(seconds=1)
@@ -65,7 +68,8 @@ class FakeSageMaker:
         self.calls["DescribeTrainingJob"] += 1
         check_request("DescribeTrainingJob", kwargs)
         self.described[kwargs["TrainingJobName"]] += 1
-        await asyncio.sleep(0)
+        await asyncio.sleep(self.describe_delays.pop(0) if self.describe_delays else 0)
+        self.described_at.append(asyncio.get_running_loop().time())
         if kwargs["TrainingJobName"] not in self.jobs:
             raise client_error("ValidationException", message="Requested resource not found.")  # the service's words
         answer = dict(self.jobs[kwargs["TrainingJobName"]])
@@ -253,6 +257,24 @@ async def test_a_job_unchanged_for_long_is_described_again(
     await until(lambda: service.calls["DescribeTrainingJob"] >= 3)
     service.move("quiet", "Completed", "Completed")
     await waiting
+
+
+async def test_a_slow_describe_does_not_bring_the_next_refresh_closer(
+    service: FakeSageMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # REFRESH_INTERVALS count from a Describe's answer: the first one here takes most of that time (a new
+    # client's first call on a loaded machine), the next ones none. Counted from the poll that asked, the
+    # refresh came right after the slow answer (0.36 s after it for 2.0 s, against the offline endpoint)
+    monkeypatch.setattr("airflow_hetero.triggers.watcher.REFRESH_INTERVALS", REFRESH_INTERVALS)
+    interval = 0.02
+    service.describe_delays = [0.8 * REFRESH_INTERVALS * interval]
+    service.add("slow")
+    waiting = asyncio.ensure_future(wait_all(triggers(["slow"], poll_interval=interval)))
+    await until(lambda: len(service.described_at) >= 3)
+    service.move("slow", "Completed", "Completed")
+    await waiting
+    gaps = [later - earlier for earlier, later in itertools.pairwise(service.described_at[:3])]
+    assert all(gap >= REFRESH_INTERVALS * interval - 1e-9 for gap in gaps), gaps
 
 
 async def test_listing_not_allowed_falls_back_to_describing_each_job(service: FakeSageMaker) -> None:

@@ -29,8 +29,8 @@ pytestmark = pytest.mark.slow
 
 CONN_ID = "watched_endpoint"
 INTERVAL = 0.2
-#: The job trains until the watcher has described it in Training this many times plus one after its
-#: first Describe: this many refresh gaps to measure.
+#: The job trains until the watcher has described it in Training this many times plus one: this many
+#: refresh gaps to measure.
 REFRESHES = 3
 trigger = triggers_on(CONN_ID, poll_interval=INTERVAL)
 
@@ -72,14 +72,9 @@ def test_the_endpoint_refuses_a_sort_sagemaker_does_not_have(endpoint: LocalEndp
 
 
 def quiet_describes(proxy: FaultProxy) -> list[float]:
-    """When each DescribeTrainingJob after the watcher's first one answered Training (proxy stamps).
-
-    The first is left out: the watcher stamps a job described when its poll starts, and the first
-    call of a new client is the slowest, which shortens the first refresh gap as the proxy sees it
-    (1.11 s for 2.0 s seen on a loaded machine).
-    """
-    describes = [(at, body) for at, action, body in proxy.answers if action == "DescribeTrainingJob"]
-    return [at for at, body in describes[1:] if answered(body) == "Training"]
+    """When each DescribeTrainingJob that answered Training was answered (proxy stamps)."""
+    answers = list(proxy.answers)
+    return [at for at, action, body in answers if action == "DescribeTrainingJob" and answered(body) == "Training"]
 
 
 async def until_refreshed(proxy: FaultProxy, waiting: asyncio.Future[Any], timeout: float = 180.0) -> None:
@@ -123,23 +118,25 @@ async def test_a_long_wait_is_listed_each_interval_and_described_on_changes_and_
     watcher_said = [r.getMessage() for r in caplog.records if r.name == "airflow_hetero.triggers.watcher"]
     assert not watcher_said  # no "ListTrainingJobs is not available", no list cut short
     # one page an interval from the watcher's first Describe (a listing needs one) to its last, with
-    # a loaded machine's slack (0.2 s between listings on average seen at a load of 12, 0.36 s at most)
+    # a loaded machine's slack (0.2-0.25 s between listings on average seen at a load of 12-20)
     watched = described[-1] - described[0]
     assert len(lists) >= watched / INTERVAL / 3, (len(lists), watched)
-    # each status change after the first Describe is described within a few intervals of it...
+    # each status change after the first Describe is described at the latest in the poll of the second
+    # listing answered after it (the first may have been read before), before a fourth one is answered:
+    # counted in listings, not seconds, the check holds however slow the machine
     for change in transitions:
         at = change["StartTime"].timestamp()
         if at > described[0]:
-            assert any(at <= d <= at + 5 * INTERVAL + 1 for d in described), (change, described)
-    # ...and while nothing changes (Training), the job is described every REFRESH_INTERVALS intervals
-    # (a Describe stamped after Training began may still have answered Downloading on a loaded machine,
-    # and the listing then tells the change at once: only the Describes that answered Training count),
-    # and listed in between: far from one Describe an interval
+            assert any(d >= at and sum(1 for t in lists if at < t < d) <= 3 for d in described), (change, asked)
+    # ...and while nothing changes (Training), the job is described again every REFRESH_INTERVALS
+    # intervals, counted from the previous answer (a Describe stamped after Training began may still
+    # have answered Downloading on a loaded machine, and the listing then tells the change at once: only
+    # the Describes that answered Training count), and listed in between, once a poll: at least the
+    # refresh's own poll, at most REFRESH_INTERVALS + 2 polls (one an interval from the previous answer)
     quiet = quiet_describes(proxy)
     gaps = [later - earlier for earlier, later in itertools.pairwise(quiet)]
     assert len(gaps) >= REFRESHES, (quiet, transitions)
-    # (the proxy stamps a call when it is answered, the watcher its own clock before the call: on a
-    # loaded CI machine a gap of 1.86 s was seen for 2.0 s; one Describe an interval gives INTERVAL)
-    assert all(every / 2 <= gap <= 2 * every for gap in gaps), gaps
+    # (the proxy stamps an answer before the watcher receives it; 10 ms for the two clocks)
+    assert all(gap >= every - 0.01 for gap in gaps), gaps
     between = [sum(1 for at in lists if earlier < at < later) for earlier, later in itertools.pairwise(quiet)]
-    assert all(n >= REFRESH_INTERVALS // 3 for n in between), (between, gaps)
+    assert all(1 <= n <= REFRESH_INTERVALS + 2 for n in between), (between, gaps)
