@@ -24,15 +24,15 @@ Triggers receive each new DescribeTrainingJob answer (or the exception it raised
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero._retry import RetryPolicy, acall_with_retry, is_transient
+from airflow_hetero._retry import RetryPolicy, is_transient
+from airflow_hetero.triggers.poller import SharedPoller, Update, WatchedJob
 
 if TYPE_CHECKING:
     # equal for triggers whose hooks reach the same service the same way: they share a watcher
@@ -51,8 +51,6 @@ DESCRIBE_CONCURRENCY = 16
 #: A job not described for this many intervals is described even without a listed change.
 REFRESH_INTERVALS = 10
 
-_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[WatchKey, JobWatcher]] = weakref.WeakKeyDictionary()
-
 
 @dataclass(eq=False)
 class Subscription:
@@ -60,20 +58,16 @@ class Subscription:
 
     job_name: str
     interval: float
-    updates: asyncio.Queue[dict[str, Any] | BaseException] = field(default_factory=asyncio.Queue)
+    updates: asyncio.Queue[Update] = field(default_factory=asyncio.Queue)
 
 
 @dataclass(eq=False)
-class _Job:
+class _Job(WatchedJob[Subscription]):
+    """``checked_at``: loop time of the last check (listed or described)."""
+
     name: str
-    subscribers: list[Subscription] = field(default_factory=list)
     summary: tuple[Any, ...] | None = None  # status, secondary status, last modified: from the last answer
     described_at: float | None = None  # loop time of the last successful DescribeTrainingJob
-    checked_at: float = float("-inf")  # loop time of the last check (listed or described)
-
-    @property
-    def interval(self) -> float:
-        return min(s.interval for s in self.subscribers)
 
 
 @dataclass
@@ -95,89 +89,32 @@ def _summary(item: dict[str, Any]) -> tuple[Any, ...]:
     return (item.get("TrainingJobStatus"), item.get("SecondaryStatus"), item.get("LastModifiedTime"))
 
 
-class JobWatcher:
+class JobWatcher(
+    SharedPoller[_Job],
+    what="Training-job watcher",
+    task_prefix="hetero-watcher",
+    calls=("DescribeTrainingJob", "ListTrainingJobs"),
+):
     """Polls every watched job of one connection for one event loop (see the module docstring)."""
 
     def __init__(self, key: WatchKey, make_hook: Callable[[], Any], retry_policy: RetryPolicy) -> None:
-        self.key = key
-        self._make_hook = make_hook
-        self._retry = retry_policy
+        super().__init__(key, make_hook, retry_policy)
         self._list_retry = RetryPolicy(max_attempts=2, base_delay=retry_policy.base_delay, max_delay=1.0)
-        self._jobs: dict[str, _Job] = {}
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._listing = True
         self._newest_change: datetime | None = None
         self._listed_at: datetime | None = None
-        self.calls: dict[str, int] = {"DescribeTrainingJob": 0, "ListTrainingJobs": 0}
 
-    @classmethod
-    def shared(cls, key: WatchKey, make_hook: Callable[[], Any], retry_policy: RetryPolicy) -> JobWatcher:
-        """The watcher of the running event loop for ``key`` (created on first use)."""
-        watchers = _by_loop.setdefault(asyncio.get_running_loop(), {})
-        watcher = watchers.get(key)
-        if watcher is None:
-            watcher = watchers[key] = cls(key, make_hook, retry_policy)
-        return watcher
-
-    @contextlib.asynccontextmanager
-    async def subscribe(self, job_name: str, interval: float) -> AsyncIterator[Subscription]:
+    def subscribe(self, job_name: str, interval: float) -> AbstractAsyncContextManager[Subscription]:
         """Watch ``job_name`` (answers on the subscription's queue) until the block is left."""
-        sub = Subscription(job_name, float(interval))
-        job = self._jobs.setdefault(job_name, _Job(job_name))
-        job.subscribers.append(sub)
-        job.checked_at = float("-inf")  # a new subscriber gets a fresh answer at once
-        self._wake.set()
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"hetero-watcher-{id(self)}")
-        try:
-            yield sub
-        finally:
-            job.subscribers.remove(sub)
-            if not job.subscribers:
-                self._jobs.pop(job_name, None)
-            self._wake.set()
+        return self._watching(job_name, lambda: _Job(name=job_name), Subscription(job_name, float(interval)))
 
     @property
     def watched(self) -> int:
         """How many jobs are being watched."""
         return len(self._jobs)
 
-    async def _run(self) -> None:
-        """The poll loop: runs while any job is watched, with one client for all."""
-        loop = asyncio.get_running_loop()
-        try:
-            while self._jobs:
-                try:
-                    # the hook's module and botocore's data load in threads: the loop never waits for them
-                    hook = await asyncio.to_thread(self._make_hook)
-                    async with await hook.async_client() as client:
-                        while self._jobs:
-                            self._wake.clear()
-                            await self._poll(client, loop.time())
-                            await self._sleep(loop)
-                except Exception as exc:  # no client (bad connection, no credentials): tell, retry
-                    log.warning("Training-job watcher for connection %s: %s", self.key[0], exc)
-                    for job in list(self._jobs.values()):
-                        job.checked_at = loop.time()
-                        self._deliver(job, exc)
-                    await self._sleep(loop)
-        finally:
-            watchers = _by_loop.get(loop)
-            if watchers is not None and watchers.get(self.key) is self and not self._jobs:
-                del watchers[self.key]
-
-    async def _sleep(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Until the next job is due, or a subscription comes or goes."""
-        if not self._jobs:
-            return
-        delay = min(job.checked_at + job.interval for job in self._jobs.values()) - loop.time()
-        if delay > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
-
     async def _poll(self, client: Any, now: float) -> None:
-        due = [job for job in self._jobs.values() if now >= job.checked_at + job.interval - 1e-3]
+        due = [job for job in self._jobs.values() if job.is_due(now)]
         if not due:
             return
         # never described (new, or every try failed so far): describe; the rest: list, describe changes
@@ -190,7 +127,7 @@ class JobWatcher:
         for job in list(self._jobs.values()):
             if job.described_at is None:
                 continue
-            is_due = now >= job.checked_at + job.interval - 1e-3
+            is_due = job.is_due(now)
             stale = is_due and now - job.described_at >= REFRESH_INTERVALS * job.interval
             if listed is not None and listed.tells(job.name) and not stale:
                 job.checked_at = now
@@ -218,9 +155,8 @@ class JobWatcher:
         newest = self._newest_change
         try:
             for _ in range(LIST_MAX_PAGES):
-                self.calls["ListTrainingJobs"] += 1
-                page = await acall_with_retry(
-                    client.list_training_jobs, policy=self._list_retry, what="ListTrainingJobs", **kwargs
+                page = await self._call(
+                    client.list_training_jobs, "ListTrainingJobs", policy=self._list_retry, **kwargs
                 )
                 for item in page.get("TrainingJobSummaries", []):
                     modified = item.get("LastModifiedTime")
@@ -252,16 +188,12 @@ class JobWatcher:
     async def _describe(self, client: Any, job: _Job, now: float, limit: asyncio.Semaphore) -> None:
         async with limit:
             try:
-                self.calls["DescribeTrainingJob"] += 1
-                answer: dict[str, Any] = await acall_with_retry(
-                    client.describe_training_job,
-                    policy=self._retry,
-                    what=f"DescribeTrainingJob {job.name}",
-                    TrainingJobName=job.name,
+                answer: dict[str, Any] = await self._call(
+                    client.describe_training_job, "DescribeTrainingJob", job.name, TrainingJobName=job.name
                 )
             except Exception as exc:
                 job.checked_at = now
-                self._deliver(job, exc)
+                job.deliver(exc)
                 return
         job.checked_at = now
         # described as of its answer, not of the poll's start: a slow Describe (a new client's first, a
@@ -271,9 +203,8 @@ class JobWatcher:
         modified = answer.get("LastModifiedTime")
         if isinstance(modified, datetime) and (self._newest_change is None or modified > self._newest_change):
             self._newest_change = modified
-        self._deliver(job, answer)
+        job.deliver(answer)
 
-    @staticmethod
-    def _deliver(job: _Job, item: dict[str, Any] | BaseException) -> None:
-        for sub in job.subscribers:
-            sub.updates.put_nowait(item)
+
+#: loop -> settings -> watcher (the tests see a watcher go with its last trigger here)
+_by_loop = JobWatcher.registry
