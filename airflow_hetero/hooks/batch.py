@@ -12,15 +12,13 @@ only when no such job exists.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from functools import cached_property
 from typing import Any
 
-from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-
-from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_transient
-from airflow_hetero.hooks.training import NO_RETRIES, JobNameTakenError, preload_client_data
+from airflow_hetero._retry import error_code, is_transient
+from airflow_hetero.hooks.aws_base import HeteroAwsHook
+from airflow_hetero.hooks.training import JobNameTakenError
 from airflow_hetero.job.service_job import identity_of_service_job
 
 #: Pages of a by-name listing read at most (a name's jobs: one per submit, newest first).
@@ -35,7 +33,7 @@ def unclear_submit(exc: BaseException) -> bool:
     return error_code(exc) == "ClientException" and "clienttoken" in message.lower()
 
 
-class HeteroBatchHook(AwsBaseHook):
+class HeteroBatchHook(HeteroAwsHook):
     """Submit, find, describe, terminate service jobs; a queue's front (GetJobQueueSnapshot).
 
     :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
@@ -44,48 +42,12 @@ class HeteroBatchHook(AwsBaseHook):
     Other keyword arguments (``verify``, ``config``) go to ``AwsBaseHook``.
     """
 
-    default_retry_policy = RetryPolicy()
-
-    def __init__(
-        self,
-        aws_conn_id: str | None = AwsBaseHook.default_conn_name,
-        region_name: str | None = None,
-        *,
-        retry_policy: RetryPolicy | None = None,
-        **kwargs: Any,
-    ) -> None:
-        kwargs["client_type"] = "batch"
-        super().__init__(aws_conn_id=aws_conn_id, region_name=region_name, **kwargs)
-        self.retry_policy = retry_policy or self.default_retry_policy
+    aws_service = "batch"
 
     @cached_property
     def submit_client(self) -> Any:
         """Batch client for SubmitServiceJob only: botocore's own retries off (see the module doc)."""
-        from botocore.config import Config
-
-        config = self._get_config() or Config()
-        session = self.get_session(region_name=self.region_name)
-        return session.client(
-            service_name="batch",
-            endpoint_url=self.conn_config.get_service_endpoint_url(service_name="batch"),
-            config=config.merge(Config(retries=NO_RETRIES)),
-            verify=self.verify,
-        )
-
-    async def async_client(self) -> Any:
-        """The aiobotocore Batch client (an async context manager), botocore's data loaded in a thread first."""
-        from airflow.providers.amazon.aws.hooks.base_aws import BaseSessionFactory
-
-        def preload() -> None:
-            session = BaseSessionFactory(conn=None).get_async_session()  # type: ignore[no-untyped-call]
-            preload_client_data(session, "batch")
-
-        await asyncio.to_thread(preload)
-        return await self.get_async_conn()  # type: ignore[no-untyped-call]
-
-    def call(self, fn: Any, what: str, **kwargs: Any) -> Any:
-        """Call a boto3 method, retrying transient errors per ``retry_policy``."""
-        return call_with_retry(fn, policy=self.retry_policy, what=what, **kwargs)
+        return self.no_retry_client()
 
     def describe_service_job(self, job_id: str) -> dict[str, Any]:
         """DescribeServiceJob, transient errors retried."""

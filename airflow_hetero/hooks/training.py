@@ -14,18 +14,14 @@ the job is looked up by name and adopted when its identity matches the task's
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-
-from airflow_hetero._retry import RetryPolicy, call_with_retry, error_code, is_not_found, is_transient
+from airflow_hetero._retry import error_code, is_not_found, is_transient
+from airflow_hetero.hooks.aws_base import HeteroAwsHook
 from airflow_hetero.job.identity import identity_in_describe, identity_in_tags
 
 if TYPE_CHECKING:
@@ -35,42 +31,7 @@ if TYPE_CHECKING:
     from airflow_hetero.pricing.price_list import Price
     from airflow_hetero.pricing.settings import PriceSettings
 
-#: botocore retries for the CreateTrainingJob client: one attempt, the hook decides what follows.
-NO_RETRIES = {"total_max_attempts": 1}
-
-
 log = logging.getLogger(__name__)
-
-#: Services whose botocore data each data loader holds already (see :func:`preload_client_data`).
-_preloaded: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-_preload_lock = threading.Lock()
-
-
-def preload_client_data(session: Any, service: str) -> None:
-    """Have ``session``'s data loader read botocore's JSON data for ``service`` (blocking; call in a thread).
-
-    The first aiobotocore client of a process reads the service model, endpoints and partitions
-    (about 0.3 s of CPU) inside ``async with``, that is in the event loop, where it stalls every
-    other trigger. The Amazon provider's sessions share one caching loader, so a throwaway client
-    built here, in its own loop, leaves only cached lookups for the real one. Once per loader and
-    service; the throwaway has dummy credentials and never calls anything.
-    """
-    loader = session.get_component("data_loader")
-    with _preload_lock:
-        if service in _preloaded.setdefault(loader, set()):
-            return
-
-        async def build() -> None:
-            async with session.create_client(
-                service, region_name="us-east-1", aws_access_key_id="preload", aws_secret_access_key="preload"
-            ):
-                pass
-
-        try:
-            asyncio.run(build())
-        except Exception as exc:  # only a head start: the real client still loads what it needs
-            log.info("Could not preload botocore's data for %s (%s): the first client will load it", service, exc)
-        _preloaded[loader].add(service)
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -107,7 +68,7 @@ def _check_bucket_region(bucket: str, answer: Mapping[str, Any], region: str) ->
         raise BucketUnusableError(f"bucket {bucket} is in region {found}, not in {region} (the connection's)")
 
 
-class HeteroTrainingHook(AwsBaseHook):
+class HeteroTrainingHook(HeteroAwsHook):
     """Create, describe, find, stop SageMaker training jobs; clients for their logs and metrics.
 
     :param aws_conn_id: Airflow AWS connection (``endpoint_url`` in its extra is honoured).
@@ -116,20 +77,7 @@ class HeteroTrainingHook(AwsBaseHook):
     Other keyword arguments (``verify``, ``config``) go to ``AwsBaseHook``.
     """
 
-    #: Backoff used when no ``retry_policy`` is passed.
-    default_retry_policy = RetryPolicy()
-
-    def __init__(
-        self,
-        aws_conn_id: str | None = AwsBaseHook.default_conn_name,
-        region_name: str | None = None,
-        *,
-        retry_policy: RetryPolicy | None = None,
-        **kwargs: Any,
-    ) -> None:
-        kwargs["client_type"] = "sagemaker"
-        super().__init__(aws_conn_id=aws_conn_id, region_name=region_name, **kwargs)
-        self.retry_policy = retry_policy or self.default_retry_policy
+    aws_service = "sagemaker"
 
     # -- clients -----------------------------------------------------------------------------
 
@@ -144,36 +92,10 @@ class HeteroTrainingHook(AwsBaseHook):
             verify=self.verify,
         )
 
-    async def async_client(self) -> Any:
-        """The aiobotocore SageMaker client (an async context manager) without blocking the event loop.
-
-        The provider's ``get_async_conn`` resolves credentials in a thread but leaves botocore's
-        data loading to ``async with``; :func:`preload_client_data` does that part in a thread first.
-        """
-        from airflow.providers.amazon.aws.hooks.base_aws import BaseSessionFactory
-
-        def preload() -> None:
-            # an async session as the provider makes them (its first one imports aiobotocore and
-            # aiohttp): the same shared data loader, no credentials
-            session = BaseSessionFactory(conn=None).get_async_session()  # type: ignore[no-untyped-call]
-            preload_client_data(session, "sagemaker")
-
-        await asyncio.to_thread(preload)
-        return await self.get_async_conn()  # type: ignore[no-untyped-call]
-
     @cached_property
     def create_client(self) -> Any:
         """SageMaker client for CreateTrainingJob only: botocore's own retries off (see module doc)."""
-        from botocore.config import Config
-
-        config = self._get_config() or Config()
-        session = self.get_session(region_name=self.region_name)
-        return session.client(
-            service_name="sagemaker",
-            endpoint_url=self.conn_config.get_service_endpoint_url(service_name="sagemaker"),
-            config=config.merge(Config(retries=NO_RETRIES)),
-            verify=self.verify,
-        )
+        return self.no_retry_client()
 
     @cached_property
     def logs_client(self) -> Any:
@@ -230,10 +152,6 @@ class HeteroTrainingHook(AwsBaseHook):
         )
 
     # -- training jobs -------------------------------------------------------------------------
-
-    def call(self, fn: Any, what: str, **kwargs: Any) -> Any:
-        """Call a boto3 method, retrying transient errors per ``retry_policy``."""
-        return call_with_retry(fn, policy=self.retry_policy, what=what, **kwargs)
 
     def create_training_job(self, request: dict[str, Any], *, identity: str | None = None) -> dict[str, Any]:
         """Submit ``request`` (CreateTrainingJob kwargs) exactly once; return the service's answer.

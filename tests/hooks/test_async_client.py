@@ -10,8 +10,9 @@ import pytest
 from airflow.providers.amazon.aws.hooks import base_aws
 from support.moto_jobs import aws_connection_env
 
-from airflow_hetero.hooks import training
-from airflow_hetero.hooks.training import HeteroTrainingHook, preload_client_data
+from airflow_hetero.hooks import aws_base
+from airflow_hetero.hooks.aws_base import preload_client_data
+from airflow_hetero.hooks.training import HeteroTrainingHook
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
 
     monkeypatch.setattr(botocore.loaders.JSONFileLoader, "load_file", load_file)
     monkeypatch.setattr(base_aws, "_loader", botocore.loaders.Loader())  # nothing cached yet
-    monkeypatch.setattr(training, "_preloaded", type(training._preloaded)())
+    monkeypatch.setattr(aws_base, "_preloaded", type(aws_base._preloaded)())
     return seen
 
 
