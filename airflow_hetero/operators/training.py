@@ -477,42 +477,11 @@ class HeteroTrainingOperator(
 
     # -- deferred: the trigger waits, execute_complete decides ---------------------------------
 
-    def deferral_deadline(self, started_at: float) -> tuple[float | None, str | None, float | None]:
-        """(trigger deadline, what it is, Airflow's own deferral timeout in seconds), from the task's start."""
-        from airflow_hetero.job.waiting import deferral_deadline
-
-        timeout = self.execution_timeout
-        return deferral_deadline(
-            started_at,
-            max_ingestion_time=self.max_ingestion_time,
-            wait_limit=self.wait_limit,
-            execution_timeout=None if timeout is None else timeout.total_seconds(),
-        )
-
     def defer_wait(self, name: str, started_at: float | None = None) -> None:
-        """Hand the wait to the triggerer (deadlines counted from the task's start, see deferral_deadline)."""
-        from datetime import timedelta
+        """Hand the wait to the triggerer (deadlines counted from the task's start, see DeferredWait)."""
+        from airflow_hetero.operators.deferred_wait import DeferredWait
 
-        from airflow_hetero.triggers.training import HeteroTrainingTrigger
-
-        started_at = time.time() if started_at is None else started_at
-        deadline, reason, airflow_timeout = self.deferral_deadline(started_at)
-        self.defer(
-            trigger=HeteroTrainingTrigger(
-                name,
-                **self.aws_settings(),
-                poll_interval=float(self.check_interval),
-                deadline=deadline,
-                stop_on_kill=True,
-                started_at=started_at,
-                created_at=self.submitted_at,
-                deadline_reason=reason,
-                not_found_grace_seconds=self.not_found_grace_seconds,
-            ),
-            method_name="execute_complete",
-            kwargs=self.deferral_kwargs(started_at),
-            timeout=None if airflow_timeout is None else timedelta(seconds=airflow_timeout),
-        )
+        DeferredWait(self).defer(name, started_at)
 
     @records_outputs
     def execute_complete(
@@ -520,40 +489,10 @@ class HeteroTrainingOperator(
     ) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as the synchronous wait. ``capacity``: a job
         with fallbacks' attempts so far and the task's start; a capacity failure submits the next cluster
-        and defers again."""
-        from airflow_hetero.job.limits import deferred_timeout_message
-        from airflow_hetero.job.outcome import TrainingJobFailedError, TrainingJobLimitError, outcome_from_event
+        and defers again (:class:`~airflow_hetero.operators.deferred_wait.DeferredWait`)."""
+        from airflow_hetero.operators.deferred_wait import DeferredWait
 
-        self.active_job_name = str(event.get("job_name"))
-        hook = self.make_hook()
-        if self.print_log and event.get("status") == "done":
-            tailer = hook.log_tailer(self.active_job_name, emit=lambda line: self.log.info("%s", line))
-            try:
-                tailer.emit_tail()
-            except Exception as exc:
-                self.log.warning("Could not read the logs of %s: %s", self.active_job_name, exc)
-        self.chain = self.restored_chain(capacity)
-        try:
-            result = outcome_from_event(
-                event,
-                describe=hook.describe_training_job,
-                stop=hook.stop_training_job,
-                fail_on_stopped=self.fail_on_stopped,
-                timeout_message=deferred_timeout_message(event.get("deadline_reason"), self.max_ingestion_time),
-            )
-        except TrainingJobLimitError as err:
-            raise self.budget_stopped(hook, err) from err.__cause__
-        except TrainingJobFailedError as err:
-            job = self.rightsize(self.load_definition(context), context)
-            if self.chain is None and capacity is None:  # resumed without the method's kwargs (dag.test)
-                self.chain = self.capacity_chain(job, new_round=False)  # rebuilt by attach's walk of the jobs
-            if not self.capacity_failed(err):
-                raise
-            name, _ = self.attach(self.make_hook(), job, context)
-            self.defer_wait(name, (capacity or {}).get("started_at"))
-            raise  # not reached: defer_wait raises TaskDeferred
-        self.active_job_name = None
-        return self.with_attempts(result)
+        return DeferredWait(self).resume(context, event, capacity)
 
     # -- every other end of the task stops its job ---------------------------------------------
 
