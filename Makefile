@@ -39,7 +39,7 @@ WHEEL_STAMP := $(WHEEL_DIR)/.built-stamp
 # (the shell expands it when a recipe runs, after the wheel is built)
 WHEEL_FILE  := $$(echo $(CURDIR)/$(WHEEL_DIR)/airflow_hetero-*.whl)
 PACKAGE_SRC := pyproject.toml README.md LICENSE $(shell find airflow_hetero -type f -not -path '*/__pycache__/*')
-PYTEST_ARGS := -q -p no:cacheprovider $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadfile)
+PYTEST_ARGS := -q -p no:cacheprovider --durations=15 $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadfile)
 
 .PHONY: test stages demo lint typecheck docs pytest pytest-af2 system system-wheel wheel pip-check venvs \
 	af2-constraints bench clean

@@ -23,16 +23,24 @@ while os.getppid() == parent and time.monotonic() < end:
 
 
 def default_count() -> int:
-    """Two burners per core: more runnable processes than cores, so every wake-up waits its turn."""
+    """Two runnable processes per core: more than cores, so every wake-up waits its turn."""
     return 2 * (os.cpu_count() or 1)
+
+
+def top_up_count() -> int:
+    """Burners to add for :func:`default_count` runnable processes, counting the load already there (the
+    1-minute load average). On a machine that busy already (the suite's other workers, the other suite)
+    none are added: burners there only slow the rest of the run, not make this test's conditions harder."""
+    return max(0, default_count() - int(os.getloadavg()[0]))
 
 
 @contextmanager
 def cpu_burners(count: int | None = None, *, limit: float = 600.0) -> Iterator[list[int]]:
-    """Run ``count`` CPU burners (two per core by default) for the ``with`` block; yields their pids."""
+    """Run ``count`` CPU burners (default: up to two runnable processes per core) for the ``with`` block;
+    yields their pids."""
     procs = [
         subprocess.Popen([sys.executable, "-c", _BURN, str(os.getpid()), str(limit)])
-        for _ in range(count if count is not None else default_count())
+        for _ in range(count if count is not None else top_up_count())
     ]
     try:
         yield [proc.pid for proc in procs]
