@@ -335,11 +335,18 @@ def rightsized_request(args: argparse.Namespace, job: Submittable, request: dict
         check_policy(policy, groups)
     except (ValueError, RightSizingError) as err:
         raise JobDefinitionError([Problem("--rightsizing", str(err))]) from None
-    decision = decide_again(state, policy, {n: g.instance_count for n, g in groups.items()}, max_cost=args.max_cost)
+    written = {n: g.instance_count for n, g in groups.items()}
+    kinds = {n: g.instance_type for n, g in groups.items()}
+    decision = decide_again(state, policy, written, max_cost=args.max_cost, written_types=kinds)
     print("\n".join(decision.lines()), file=sys.stderr)
-    print(f"the next run uses: {', '.join(f'{g}={n}' for g, n in decision.counts.items())}", file=sys.stderr)
+    uses = (
+        f"{g}={n}" + (f" x {decision.types[g]}" if decision.types.get(g, kinds[g]) != kinds[g] else "")
+        for g, n in decision.counts.items()
+    )
+    print(f"the next run uses: {', '.join(uses)}", file=sys.stderr)
     for group in request.get("ResourceConfig", {}).get("InstanceGroups", []):
         group["InstanceCount"] = decision.counts.get(group["InstanceGroupName"], group["InstanceCount"])
+        group["InstanceType"] = decision.types.get(group["InstanceGroupName"], group["InstanceType"])
     return request
 
 

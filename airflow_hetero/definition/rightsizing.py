@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -55,8 +55,8 @@ def _no_bool(value: Any) -> Any:
 class GroupBounds(BaseModel):
     """What a right-sized group may become: ``min_count`` to ``max_count`` instances (both included).
 
-    ``types``: the instance types the group may run on (its own and its fallbacks'); checked against the job
-    and kept in the decision's record; decisions change counts only (docs/rightsizing.md)."""
+    ``types``: the instance types the group may run on (its own and its fallbacks'): a group whose count is at a
+    bound may move between them, one type at a time (docs/rightsizing.md, "Moving between types")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -242,10 +242,12 @@ def groups_list(data: Any, *, request: bool) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class CountedJob:
     """A :class:`~airflow_hetero.definition.submittable.Submittable` whose requests run the ``counts``
-    (group name -> instance count) a right-sizing decision chose; everything else is ``job``'s."""
+    (group name -> instance count) and ``types`` (group name -> instance type) a right-sizing decision chose;
+    everything else is ``job``'s."""
 
     job: Submittable
     counts: Mapping[str, int]
+    types: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def base_job_name(self) -> str:
@@ -264,12 +266,15 @@ class CountedJob:
         return self.job.fallbacks
 
     def build(self, *, job_name: str, region: str, role_arn: str | None = None) -> dict[str, Any]:
-        """The job's request with the decided counts in ``ResourceConfig.InstanceGroups``."""
+        """The job's request with the decided counts and types in ``ResourceConfig.InstanceGroups``."""
         request = self.job.build(job_name=job_name, region=region, role_arn=role_arn)
         for group in groups_list(request, request=True):
-            count = self.counts.get(str(group.get("InstanceGroupName")))
+            name = str(group.get("InstanceGroupName"))
+            count, kind = self.counts.get(name), self.types.get(name)
             if count is not None:
                 group["InstanceCount"] = count
+            if kind is not None:
+                group["InstanceType"] = kind
         return request
 
     def source_upload(self, job_name: str, base_dir: Path) -> SourceUpload | None:

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from airflow_hetero.definition.rightsizing import RightSizing
+from airflow_hetero.job.rightsizing_types import next_type, small_in
 
 __all__ = [
     "ACTIONS",
@@ -64,10 +65,24 @@ class GroupDecision:
     reason: str
     signals: list[str] = field(default_factory=list)  # the latest records' signals, oldest first
     figures: dict[str, Any] = field(default_factory=dict)
+    type: str | None = None  # the group's instance type now (None: types not followed)
+    next_type: str | None = None  # and next: another only when the decision moves the group's type
+
+    @property
+    def moves(self) -> bool:
+        """Whether the decision changes the group's count or its type."""
+        return self.next_count != self.count or self.next_type != self.type
+
+    @property
+    def target(self) -> str:
+        """What the group would go to: its next count, or its next type."""
+        return str(self.next_type) if self.next_type != self.type else str(self.next_count)
 
     def line(self) -> str:
         """The decision as one line of the task log."""
         move = f"{self.count} -> {self.next_count}" if self.next_count != self.count else f"{self.count}"
+        if self.next_type is not None and self.next_type != self.type:
+            move = f"{self.count} x {self.type} -> {self.count} x {self.next_type}"
         numbers = ", ".join(f"{k}={_short(v)}" for k, v in self.figures.items())
         return f"{self.group}: {self.action} ({move}): {self.reason}" + (f" [{numbers}]" if numbers else "")
 
@@ -90,8 +105,10 @@ class Decision:
     evidence: int  # records the decision rests on
     reset: str | None  # why earlier evidence was dropped, if it was
     history: list[dict[str, Any]]
-    blocked: dict[str, list[int]]
+    blocked: dict[str, list[int | str]]  # counts and types undone
     run_id: str | None = None
+    types: dict[str, str] = field(default_factory=dict)  # the managed groups' types this run uses
+    recommended_types: dict[str, str] = field(default_factory=dict)  # and those the decision recommends
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,8 +124,8 @@ class Decision:
 def next_run_lines(state: Mapping[str, Any]) -> list[str]:
     """A decision kept as plain JSON (XCom), as the task log and the Instance groups view say it: what the
     next run uses, then one line per group."""
-    counts = ", ".join(f"{g}={n}" for g, n in (state.get("counts") or {}).items())
-    recommended = ", ".join(f"{g}={n}" for g, n in (state.get("recommended") or {}).items())
+    counts = _cluster(state.get("counts"), state.get("types"), state.get("written_types"))
+    recommended = _cluster(state.get("recommended"), state.get("recommended_types"), state.get("written_types"))
     head = f"Right-sizing ({state.get('mode')}, objective {state.get('objective')}): the next run uses {counts}"
     if recommended != counts:
         head += f"; recommended: {recommended}"
@@ -118,8 +135,18 @@ def next_run_lines(state: Mapping[str, Any]) -> list[str]:
     for g in state.get("groups") or []:
         decision = GroupDecision(**{k: g[k] for k in ("group", "action", "count", "next_count", "reason")})
         decision.figures = dict(g.get("figures") or {})
+        decision.type, decision.next_type = g.get("type"), g.get("next_type")
         lines.append(f"  {decision.line()}")
     return lines
+
+
+def _cluster(counts: Any, types: Any, written: Any) -> str:
+    """``group=count``, with `` x type`` for a group whose type is not the one written."""
+    kinds, as_written = _map(types), _map(written)
+    return ", ".join(
+        f"{g}={n}" + (f" x {kinds[g]}" if g in kinds and kinds[g] != as_written.get(g) else "")
+        for g, n in _map(counts).items()
+    )
 
 
 def record_of_summary(
@@ -140,6 +167,7 @@ def record_of_summary(
         groups[name] = entry
     mine = _map(decision)
     asked = dict(_map(mine.get("counts")))
+    asked_types = dict(_map(mine.get("types")))
     suggestion = _map(verdict.get("suggestion"))
     # the training window's length (to the fraction of a second: billable seconds are whole) is the run's
     seconds = _map(summary.get("training_window")).get("seconds")
@@ -149,7 +177,8 @@ def record_of_summary(
         "job_name": summary.get("training_job_name"),
         "outcome": str(summary.get("status") or "unknown").lower(),
         "fallback": bool(summary.get("capacity_attempts"))
-        or any(groups.get(g, {}).get("count") not in (None, n) for g, n in asked.items()),
+        or any(groups.get(g, {}).get("count") not in (None, n) for g, n in asked.items())
+        or any(groups.get(g, {}).get("type") not in (None, t) for g, t in asked_types.items()),
         "fingerprint": mine.get("fingerprint"),
         "run_seconds": float(seconds) if isinstance(seconds, int | float) else None,
         "cost": cost.get("total"),
@@ -159,6 +188,7 @@ def record_of_summary(
             "bottleneck": verdict.get("bottleneck"),
             "suggestion": dict(suggestion) or None,
             "target_percent": _map(verdict.get("thresholds")).get("target_percent"),
+            "over_provisioned_percent": _map(verdict.get("thresholds")).get("over_provisioned_percent"),
         },
         "groups": groups,
     }
@@ -212,21 +242,36 @@ def _count_in(record: Mapping[str, Any], group: str) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _at_cluster(records: Sequence[Mapping[str, Any]], counts: Mapping[str, int]) -> list[Mapping[str, Any]]:
-    """The newest records run at ``counts`` (every managed group), consecutive, oldest first."""
+def _type_in(record: Mapping[str, Any], group: str) -> str | None:
+    value = ((record.get("groups") or {}).get(group) or {}).get("type")
+    return value if isinstance(value, str) else None
+
+
+def _at_cluster(
+    records: Sequence[Mapping[str, Any]], counts: Mapping[str, int], types: Mapping[str, str]
+) -> list[Mapping[str, Any]]:
+    """The newest records run at ``counts`` and ``types`` (every managed group), consecutive, oldest first."""
     streak: list[Mapping[str, Any]] = []
     for record in reversed(records):
         if any(_count_in(record, g) != n for g, n in counts.items()):
+            break
+        if any(_type_in(record, g) not in (None, t) for g, t in types.items()):
             break
         streak.append(record)
     return streak[::-1]
 
 
-def _rate(record: Mapping[str, Any], counts: Mapping[str, int], prices: Mapping[str, float]) -> float | None:
-    """The price per hour of ``record``'s cluster with ``counts`` for the groups they name; None if unpriced."""
+def _rate(
+    record: Mapping[str, Any],
+    counts: Mapping[str, int],
+    prices: Mapping[str, float],
+    types: Mapping[str, str] | None = None,
+) -> float | None:
+    """The price per hour of ``record``'s cluster with ``counts`` and ``types`` for the groups they name; None
+    if unpriced."""
     total = 0.0
     for name, g in (record.get("groups") or {}).items():
-        price = prices.get(str(g.get("type")))
+        price = prices.get(str((types or {}).get(name, g.get("type"))))
         count = counts.get(name, g.get("count"))
         if price is None or not isinstance(count, int):
             return None
@@ -240,18 +285,36 @@ class _Context:
     counts: dict[str, int]
     prices: Mapping[str, float]
     max_cost: float | None
-    blocked: dict[str, list[int]]
+    blocked: dict[str, list[int | str]]
+    types: dict[str, str] = field(default_factory=dict)
+    facts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+def _change(new: Mapping[str, Any], old: Mapping[str, Any], group: str) -> tuple[Any, Any] | None:
+    """(before, now) of ``group``'s one change between two runs, its count or its type; None for no change, both."""
+    counts = _count_in(old, group), _count_in(new, group)
+    types = _type_in(old, group), _type_in(new, group)
+    count_moved = counts[0] != counts[1]
+    type_moved = None not in types and types[0] != types[1]
+    if None in counts or count_moved == type_moved:
+        return None
+    return counts if count_moved else types
 
 
 def _undo(ctx: _Context, group: str, records: Sequence[Mapping[str, Any]]) -> GroupDecision | None:
-    """The undo of ``group``'s last change, when the first run after it got slower, or dearer and not faster."""
+    """The undo of ``group``'s last change (count or type), when the first run after it got slower, or dearer
+    and not faster."""
     if len(records) < 2:
         return None
     new, old = records[-1], records[-2]
-    now, before = _count_in(new, group), _count_in(old, group)
-    if now is None or before is None or now == before or now != ctx.counts[group]:
+    change = _change(new, old, group)
+    if change is None:
         return None
-    if any(_count_in(new, g) != _count_in(old, g) for g in ctx.counts if g != group):
+    before, now = change
+    if now != (ctx.types.get(group, now) if isinstance(now, str) else ctx.counts[group]):
+        return None
+    others = (g for g in ctx.counts if g != group)
+    if any(_count_in(new, g) != _count_in(old, g) or _type_in(new, g) != _type_in(old, g) for g in others):
         return None  # another group changed too: no single cause
     tol = ctx.policy.tolerance
     t_new, t_old, c_new, c_old = new.get("run_seconds"), old.get("run_seconds"), new.get("cost"), old.get("cost")
@@ -265,9 +328,11 @@ def _undo(ctx: _Context, group: str, records: Sequence[Mapping[str, Any]]) -> Gr
     ctx.blocked.setdefault(group, [])
     if now not in ctx.blocked[group]:
         ctx.blocked[group].append(now)
-    return GroupDecision(
-        group, "undone", now, before, f"{why} after {before} -> {now}: back to {before}", figures=figures
-    )
+    reason = f"{why} after {before} -> {now}: back to {before}"
+    count = ctx.counts[group]
+    if isinstance(now, str):
+        return GroupDecision(group, "undone", count, count, reason, figures=figures, type=now, next_type=before)
+    return GroupDecision(group, "undone", now, before, reason, figures=figures)
 
 
 def _step(direction: str, count: int, targets: Sequence[int]) -> int:
@@ -295,7 +360,8 @@ def _speedup(record: Mapping[str, Any], group: str, count: int, after: int) -> f
 def _priced(ctx: _Context, group: str, after: int, last: Mapping[str, Any], grow: bool) -> GroupDecision | None:
     """A refusal of ``group`` going to ``after`` by the budget or (objective cost) by the price of a run."""
     count = ctx.counts[group]
-    rate_now, rate_after = _rate(last, ctx.counts, ctx.prices), _rate(last, {**ctx.counts, group: after}, ctx.prices)
+    rate_now = _rate(last, ctx.counts, ctx.prices, ctx.types)
+    rate_after = _rate(last, {**ctx.counts, group: after}, ctx.prices, ctx.types)
     seconds = last.get("run_seconds")
     if rate_after is None or rate_now is None or not isinstance(seconds, int | float):
         if ctx.max_cost is not None or (grow and ctx.policy.objective == "cost"):
@@ -324,11 +390,57 @@ def _priced(ctx: _Context, group: str, after: int, last: Mapping[str, Any], grow
     return GroupDecision(group, "changed", count, after, "", figures=figures)
 
 
+def _type_move(
+    ctx: _Context, direction: str, streak: Sequence[Mapping[str, Any]], base: GroupDecision
+) -> GroupDecision:
+    """``base`` (a group's count kept at its bound), or the move of its type the objective allows there: cost,
+    a smaller type at ``min_count``; time, a larger one at ``max_count`` (:mod:`.rightsizing_types`)."""
+    group, count, current = base.group, base.count, ctx.types.get(base.group)
+    bounds, policy = ctx.policy.groups[group], ctx.policy
+    want, objective = ("smaller", "cost") if direction == "shrink" else ("larger", "time")
+    if current is None or len(set(bounds.types or [])) < 2 or policy.objective != objective:
+        return base
+    if want == "smaller" and not all(small_in(r, group) for r in streak[-policy.agree_runs :]):
+        return base
+    last = streak[-1]
+    seen = (last.get("groups") or {}).get(group) or {}
+    step = next_type(
+        want,
+        current,
+        bounds.types or [],
+        facts=ctx.facts,
+        prices=ctx.prices,
+        blocked=ctx.blocked.get(group, []),
+        busy=seen.get("busy_percent"),
+        resource=seen.get("resource"),
+        target=float((last.get("verdict") or {}).get("target_percent") or DEFAULT_TARGET_PERCENT),
+    )
+    base.figures = {**base.figures, **step.figures}
+    if step.to is None:
+        base.reason += f"; no {want} type: {step.why}"
+        return base
+    rate_now = _rate(last, ctx.counts, ctx.prices, ctx.types)
+    rate_after = _rate(last, ctx.counts, ctx.prices, {**ctx.types, group: step.to})
+    seconds = last.get("run_seconds")
+    if rate_now is None or rate_after is None or not isinstance(seconds, int | float):
+        base.reason += f"; would move to {step.to}, but no price or run length to weigh it by"
+        return base
+    worst = rate_after * seconds / _HOUR  # the run assumed no shorter
+    base.figures.update(cost_per_run=round(rate_now * seconds / _HOUR, 6), cost_per_run_after=round(worst, 6))
+    if ctx.max_cost is not None and worst > ctx.max_cost:
+        base.figures.update(max_cost=ctx.max_cost, worst_case=round(worst, 6))
+        why = f"{step.to} could cost {worst:.4g} > max_cost"
+        return GroupDecision(group, "refused_budget", count, count, why, base.signals, base.figures, current, current)
+    said = "found it under-used; min_count" if want == "smaller" else "say grow; max_count"
+    why = f"the last {policy.agree_runs} runs {said} is {count}: a {want} type ({step.why})"
+    return GroupDecision(group, "changed", count, count, why, base.signals, base.figures, current, step.to)
+
+
 def _judge(ctx: _Context, group: str, records: Sequence[Mapping[str, Any]]) -> GroupDecision:
     """The decision for one group without an undo: hysteresis, step, bounds, blocked counts, prices."""
     policy, count = ctx.policy, ctx.counts[group]
     bounds = policy.groups[group]
-    streak = _at_cluster(records, ctx.counts)
+    streak = _at_cluster(records, ctx.counts, ctx.types)
     signals = [signal_of(r, group) for r in streak[-policy.agree_runs :]]
     words = [s if n is None else f"{s}:{n}" for s, n in signals]
     if len(signals) < policy.agree_runs:
@@ -337,15 +449,19 @@ def _judge(ctx: _Context, group: str, records: Sequence[Mapping[str, Any]]) -> G
     directions = {s for s, _ in signals}
     if directions not in ({"grow"}, {"shrink"}):
         why = "the verdict holds it" if directions == {"hold"} else "the latest runs disagree"
-        return GroupDecision(group, "kept", count, count, why, words)
+        kept = GroupDecision(group, "kept", count, count, why, words)
+        return (
+            _type_move(ctx, "shrink", streak, kept) if count == bounds.min_count and "grow" not in directions else kept
+        )
     direction = directions.pop()
     wanted = _step(direction, count, [n for _, n in signals if n is not None])
     after = min(max(wanted, bounds.min_count), bounds.max_count)
     if after == count:
         edge = "max_count" if direction == "grow" else "min_count"
-        return GroupDecision(
+        refused = GroupDecision(
             group, "refused_bound", count, count, f"would {direction} to {wanted}; {edge} is {count}", words
         )
+        return _type_move(ctx, direction, streak, refused)
     if after in ctx.blocked.get(group, []):
         why = f"would {direction} to {after}, which was tried and undone"
         return GroupDecision(group, "kept", count, count, why, words)
@@ -366,13 +482,17 @@ def decide(
     fingerprint: str | None,
     prices: Mapping[str, float] | None = None,
     max_cost: float | None = None,
-    blocked: Mapping[str, Sequence[int]] | None = None,
+    blocked: Mapping[str, Sequence[int | str]] | None = None,
     reset: str | None = None,
+    types: Mapping[str, str] | None = None,
+    facts: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Decision:
     """The decision for the next run of a job whose managed groups would run ``counts`` (each within its
     bounds), from ``records`` of earlier runs, oldest first. ``prices``: instance type -> price per
-    instance-hour (weighs the objective and ``max_cost``); ``blocked``: counts undone before; ``reset``: why
-    the caller dropped evidence itself (a run that left no record)."""
+    instance-hour (weighs the objective and ``max_cost``); ``blocked``: counts and types undone before;
+    ``reset``: why the caller dropped evidence itself (a run that left no record); ``types``: the managed
+    groups' instance types the next run would use (None: types do not move); ``facts``: instance type ->
+    ``{"cpus": n, "gpus": n}`` (weighs a move between ``GroupBounds.types``)."""
     kept, why = usable_evidence(records, fingerprint)
     kept = kept[-policy.history :]
     ctx = _Context(
@@ -381,16 +501,22 @@ def decide(
         prices or {},
         max_cost,
         {g: list(v) for g, v in (blocked or {}).items()} if not why else {},
+        {g: str(t) for g, t in (types or {}).items() if g in policy.groups},
+        facts or {},
     )
     decided: list[GroupDecision] = []
     for group in policy.groups:
-        decided.append(_undo(ctx, group, kept) or _judge(ctx, group, kept))
-    moving = sorted((d for d in decided if d.next_count != d.count), key=lambda d: d.action != "undone")
+        decision = _undo(ctx, group, kept) or _judge(ctx, group, kept)
+        if decision.type is None and group in ctx.types:
+            decision.type = decision.next_type = ctx.types[group]
+        decided.append(decision)
+    moving = sorted((d for d in decided if d.moves), key=lambda d: d.action != "undone")
     for later in moving[1:]:  # one change per run: the undo first, then the policy's order
         first = moving[0]
-        later.reason = f"would go to {later.next_count}; one change per run ({first.group} changes first)"
-        later.action, later.next_count = "kept", later.count
+        later.reason = f"would go to {later.target}; one change per run ({first.group} changes first)"
+        later.action, later.next_count, later.next_type = "kept", later.count, later.type
     recommended = {d.group: d.next_count for d in decided}
+    recommended_types = {d.group: d.next_type for d in decided if d.next_type is not None}
     applied = recommended if policy.mode == "apply" else dict(ctx.counts)
     return Decision(
         mode=policy.mode,
@@ -403,19 +529,29 @@ def decide(
         reset=reset or why,
         history=kept,
         blocked=ctx.blocked,
+        types=recommended_types if policy.mode == "apply" else dict(ctx.types),
+        recommended_types=recommended_types,
     )
 
 
 def decide_again(
-    state: Mapping[str, Any], policy: RightSizing, written: Mapping[str, int], *, max_cost: float | None = None
+    state: Mapping[str, Any],
+    policy: RightSizing,
+    written: Mapping[str, int],
+    *,
+    max_cost: float | None = None,
+    written_types: Mapping[str, str] | None = None,
 ) -> Decision:
     """The decision for the next run from a decision kept as plain JSON (a training task's or a summary's
-    ``rightsizing`` XCom: its evidence, the counts it chose, the counts it undid, its prices), with ``policy``
-    and the job's ``written`` counts: what ``airflow-hetero render --rightsizing-history`` shows. The
-    fingerprints were compared when the evidence was gathered; ``max_cost`` (None: the state's) weighs it."""
+    ``rightsizing`` XCom: its evidence, the counts and types it chose, those it undid, its prices and instance
+    facts), with ``policy`` and the job's ``written`` counts and types: what ``airflow-hetero render
+    --rightsizing-history`` shows. The fingerprints were compared when the evidence was gathered; ``max_cost``
+    (None: the state's) weighs it."""
     counts = {g: int(written[g]) for g in policy.groups}
+    types = {g: str(t) for g, t in (written_types or _map(state.get("written_types"))).items() if g in counts}
     if policy.mode == "apply":
         counts.update({g: int(n) for g, n in _map(state.get("counts")).items() if g in counts})
+        types.update({g: str(t) for g, t in _map(state.get("types")).items() if g in types})
     budget = state.get("max_cost") if max_cost is None else max_cost
     return decide(
         policy,
@@ -425,4 +561,6 @@ def decide_again(
         prices=dict(_map(state.get("prices"))),
         max_cost=float(budget) if isinstance(budget, int | float) else None,
         blocked={g: list(v) for g, v in _map(state.get("blocked")).items()},
+        types=types or None,
+        facts={str(t): dict(_map(f)) for t, f in _map(state.get("facts")).items()},
     )

@@ -94,8 +94,10 @@ class RightSizingMixin:
             decision = self.decide_now(context)
             ti.xcom_push(key=RIGHTSIZING_XCOM_KEY, value=decision)
         self.rightsizing_decision = dict(decision)
-        counts = decision.get("counts") or {}
-        return CountedJob(job, {str(g): int(n) for g, n in counts.items()}) if decision.get("mode") == "apply" else job
+        if decision.get("mode") != "apply":
+            return job
+        counts, types = decision.get("counts") or {}, decision.get("types") or {}
+        return CountedJob(job, {str(g): int(n) for g, n in counts.items()}, {str(g): str(t) for g, t in types.items()})
 
     def rightsizing_policy(self) -> RightSizing:
         """The rendered policy, checked against the rendered job (a problem fails the task, no retry)."""
@@ -145,6 +147,7 @@ class RightSizingMixin:
         from airflow_hetero._compat import latest_xcom
         from airflow_hetero.job.budget import BudgetError, check_max_cost
         from airflow_hetero.job.rightsizing import decide
+        from airflow_hetero.operators.rightsizing_inputs import type_inputs
 
         ti: Any = context["ti"]
         policy = self.rightsizing_policy()
@@ -159,7 +162,8 @@ class RightSizingMixin:
             max_cost = check_max_cost(self.max_cost)
         except BudgetError as err:
             raise AirflowFailException(f"Task {self.task_id}: budget: {err}") from err
-        prices = self.rightsizing_prices(sorted({f.instance_type for f in groups.values()}))
+        written_types, types, facts = type_inputs(policy, groups, previous, fingerprint)
+        prices = self.rightsizing_prices(sorted(facts))
         decision = decide(
             policy,
             counts,
@@ -169,10 +173,13 @@ class RightSizingMixin:
             max_cost=max_cost,
             blocked=blocked,
             reset=reset,
+            types=types,
+            facts=facts,
         )
         decision.run_id = ti.run_id
         self.log.info("%s", "\n".join(decision.lines()))
-        return state_of(decision.as_dict(), policy, max_cost, prices, written)
+        extra = {"written_types": written_types, "facts": facts}
+        return state_of(decision.as_dict(), policy, max_cost, prices, written, extra=extra)
 
     def rightsizing_prices(self, types: list[str]) -> dict[str, float]:
         """Price per instance-hour of ``types`` (the operator's price settings, then the Price List); those not
@@ -215,7 +222,7 @@ def evidence(
     fingerprint: str,
     written: Mapping[str, int],
     mode: str,
-) -> tuple[list[dict[str, Any]], str | None, dict[str, int], dict[str, list[int]]]:
+) -> tuple[list[dict[str, Any]], str | None, dict[str, int], dict[str, list[int | str]]]:
     """(records, why the evidence was reset, the counts this run would use, the undone counts) from the
     previous run's decision and the summary's latest record. The record must be of the previous decision's
     run: a run whose summary did not record it (it did not run) resets the evidence."""
@@ -241,15 +248,19 @@ def state_of(
     max_cost: float | None,
     prices: Mapping[str, float],
     written: Mapping[str, int],
+    *,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A decision as XCom keeps it: with the policy, budget, prices and written counts it was made with, so
-    the summary (and ``airflow-hetero render``) can decide the next run's the same way."""
+    """A decision as XCom keeps it: with the policy, budget, prices and written counts it was made with (and
+    ``extra``: the written types, the instance facts), so the summary (and ``airflow-hetero render``) can
+    decide the next run's the same way."""
     return {
         **decision,
         "policy": policy.as_dict(),
         "max_cost": max_cost,
         "prices": dict(prices),
         "written": dict(written),
+        **(extra or {}),
     }
 
 
@@ -260,6 +271,7 @@ def record_next(
     training task's decision: what the summary operator pushes and shows."""
     from airflow_hetero.definition.rightsizing import RightSizing
     from airflow_hetero.job.rightsizing import decide, record_of_summary
+    from airflow_hetero.job.rightsizing_types import carried_types
 
     record = record_of_summary(summary, decision, run_id)
     policy = RightSizing.of(decision.get("policy") or {})
@@ -272,6 +284,9 @@ def record_next(
     prices.update({t: float(p["per_hour"]) for t, p in priced.items() if isinstance(p, Mapping) and p.get("per_hour")})
     max_cost = decision.get("max_cost")
     budget = float(max_cost) if isinstance(max_cost, int | float) and math.isfinite(max_cost) else None
+    written_types = {str(g): str(t) for g, t in (decision.get("written_types") or {}).items()}
+    types = carried_types(previous, str(decision.get("fingerprint")), written_types, policy.mode)
+    facts = dict(decision.get("facts") or {})
     nxt = decide(
         policy,
         counts,
@@ -281,5 +296,8 @@ def record_next(
         max_cost=budget,
         blocked=blocked,
         reset=reset,
+        types=types or None,
+        facts=facts,
     )
-    return record, state_of(nxt.as_dict(), policy, budget, prices, written)
+    extra = {"written_types": written_types, "facts": facts}
+    return record, state_of(nxt.as_dict(), policy, budget, prices, written, extra=extra)

@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 import yaml
-from support.rightsizing_runs import DATA, PRICES, record, summary
+from support.rightsizing_runs import DATA, PRICES, SIZED_PRICES, record, summary
 
 from airflow_hetero.cli import main
 from airflow_hetero.definition.rightsizing import RightSizing
+from airflow_hetero.job.rightsizing import decide
+from airflow_hetero.operators.rightsizing_inputs import instance_facts
 from airflow_hetero.operators.rightsizing_steps import record_next, state_of
 
-DEFINITION = {
+DEFINITION: dict[str, Any] = {
     "role": "arn:aws:iam::123456789012:role/SageMakerRole",
     "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:latest",
     "output_path": "s3://bucket/models",
@@ -72,3 +74,33 @@ def test_render_with_another_policy_and_its_problems(tmp_path: Path, capsys: pyt
     history.write_text("[1, 2]")
     assert main(["render", str(job), "--rightsizing-history", str(history)]) == 2
     assert "--rightsizing-history: cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("mode", "kind"), [("apply", "ml.c5.xlarge"), ("recommend", "ml.c5.2xlarge")])
+def test_render_shows_and_applies_a_move_between_types(
+    mode: str, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of 1 data host of ml.c5.2xlarge at 25 % (waiting on the trainer): objective cost, at min_count,
+    the decision moves it to ml.c5.xlarge (a fallback type of the group, listed in its bounds' types)."""
+    data, trainer = DEFINITION["instance_groups"]
+    data = {**data, "instance_type": "ml.c5.2xlarge", "fallback_instance_types": ["ml.c5.xlarge"]}
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump({**DEFINITION, "instance_groups": [data, trainer]}))
+    types = ["ml.c5.2xlarge", "ml.c5.xlarge"]
+    policy = RightSizing.of({"groups": {DATA: {"max_count": 4, "types": types}}, "mode": mode})
+    runs = [record(1, ratio=0.25, data_type="ml.c5.2xlarge", run_id=f"r{i}") for i in range(2)]
+    facts = instance_facts(types)
+    first = decide(
+        policy, {DATA: 1}, runs[:1], fingerprint="fp", prices=SIZED_PRICES, types={DATA: types[0]}, facts=facts
+    )
+    extra = {"written_types": {DATA: types[0]}, "facts": facts}
+    state = {**state_of(first.as_dict(), policy, None, SIZED_PRICES, {DATA: 1}, extra=extra), "history": runs}
+    history = tmp_path / "rightsizing.json"
+    history.write_text(json.dumps(state))
+    assert main(["render", str(job), "--rightsizing-history", str(history)]) == 0
+    out, err = capsys.readouterr()
+    groups = json.loads(out)["ResourceConfig"]["InstanceGroups"]
+    assert [(g["InstanceType"], g["InstanceCount"]) for g in groups] == [(kind, 1), ("ml.g5.xlarge", 1)]
+    assert f"{DATA}: changed (1 x ml.c5.2xlarge -> 1 x ml.c5.xlarge): the last 2 runs found it under-used" in err
+    uses = f"{DATA}=1 x ml.c5.xlarge" if mode == "apply" else f"{DATA}=1"
+    assert f"the next run uses: {uses}\n" in err

@@ -61,3 +61,9 @@ def test_the_pages_dag_parses_with_its_policy() -> None:
         "agree_runs": 2,
         "history": 6,
     }
+
+
+def test_types_example_prints_what_the_page_shows(tmp_path: Path) -> None:
+    done, shown = run_example("rightsizing.md", "types", tmp_path)
+    assert done.stdout == shown
+    assert "data_group: changed (1 x ml.c5.2xlarge -> 1 x ml.c5.xlarge)" in done.stdout

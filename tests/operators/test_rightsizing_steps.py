@@ -10,10 +10,11 @@ from unittest.mock import MagicMock
 
 import pytest
 import yaml
-from support.rightsizing_runs import DATA, PRICES, record, summary
+from support.rightsizing_runs import DATA, PRICES, SIZED_PRICES, record, summary
 
 from airflow_hetero._compat import AirflowFailException
 from airflow_hetero.definition.rightsizing import GroupBounds, RightSizing
+from airflow_hetero.job.rightsizing import next_run_lines
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.operators.rightsizing_steps import evidence, record_next, state_of
 
@@ -149,7 +150,8 @@ def test_the_task_decides_from_earlier_xcoms_and_resets_on_a_run_without_a_recor
     older run (r2's summary did not run)."""
     from airflow_hetero.job.rightsizing import record_of_summary
 
-    job = {**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_count": 1}, JOB["instance_groups"][1]]}
+    cpu = {**JOB["instance_groups"][0], "instance_count": 1, "instance_type": "ml.c5.xlarge"}  # as the records ran
+    job = {**JOB, "instance_groups": [cpu, JOB["instance_groups"][1]]}
     policy = {"groups": {CPU: {"max_count": 4}}, "mode": "apply", "summary_task_id": "summarize"}
     op = operator(job=job, rightsizing=policy)
     fingerprint = op.fingerprint([CPU])
@@ -181,3 +183,62 @@ def test_the_task_decides_from_earlier_xcoms_and_resets_on_a_run_without_a_recor
     unpriced = op.decide_now({"ti": ti_with(starved("r2"))})  # type: ignore[arg-type]
     assert unpriced["prices"] == {} and unpriced["groups"][0]["action"] == "kept"
     assert "no price or run length" in unpriced["groups"][0]["reason"]
+
+
+def test_the_task_moves_a_groups_type_submits_it_and_the_summary_carries_it() -> None:
+    """A data group of 1 x ml.c5.2xlarge at 25 % in two runs (objective cost, at min_count): the task decides
+    ml.c5.xlarge from the XComs, submits it, and the summary's next decision keeps it as the current type."""
+    from airflow_hetero.job.rightsizing import record_of_summary
+
+    big, small = "ml.c5.2xlarge", "ml.c5.xlarge"
+    cpu = {**JOB["instance_groups"][0], "instance_count": 1, "instance_type": big}
+    job = {**JOB, "instance_groups": [cpu, JOB["instance_groups"][1]]}
+    bounds = {"min_count": 1, "max_count": 4, "types": [big, small]}
+    policy = {"groups": {CPU: bounds}, "mode": "apply", "summary_task_id": "summarize"}
+    op = operator(job=job, rightsizing=policy, fallback_instance_types={CPU: [small]})
+    fingerprint = op.fingerprint([CPU])
+    hook = MagicMock()
+    hook.training_prices.side_effect = lambda types, _: {
+        t: MagicMock(per_hour=SIZED_PRICES.get(t, 40.0)) for t in types
+    }  # the trainer's ml.p3dn.24xlarge: 40 USD/h
+    op.make_hook = lambda: hook  # type: ignore[method-assign]
+
+    def idle(run_id: str, kind: str = big, **kwargs: Any) -> dict[str, Any]:
+        run = summary(1, ratio=0.25, name=run_id, data_type=kind, **kwargs)
+        run["groups"] = {CPU if g == DATA else g: v for g, v in run["groups"].items()}
+        run["groups"]["train_group"]["instance_type"] = JOB["instance_groups"][1]["instance_type"]  # as the job
+        run["verdict"] = {
+            **run["verdict"],
+            "groups": {CPU if g == DATA else g: v for g, v in run["verdict"]["groups"].items()},
+        }
+        return run
+
+    made = {"fingerprint": fingerprint, "counts": {CPU: 1}, "types": {CPU: big}}
+    previous = {"run_id": "r2", **made, "history": [record_of_summary(idle("r1"), made, "r1")]}
+    pulled = {
+        ("train", "rightsizing"): previous,
+        ("summarize", "rightsizing_record"): record_of_summary(idle("r2"), made, "r2"),
+    }
+    ti = MagicMock(run_id="r3", map_index=-1)
+    ti.xcom_pull.side_effect = lambda task_ids, key, **_: pulled.get((task_ids, key))
+    decided = op.decide_now({"ti": ti})  # type: ignore[arg-type]
+    group = decided["groups"][0]
+    assert (group["action"], group["type"], group["next_type"]) == ("changed", big, small), group["reason"]
+    assert decided["types"] == {CPU: small} and decided["written_types"] == {CPU: big}
+    assert decided["facts"][big] == {"cpus": 8, "gpus": 0} and decided["facts"][small] == {"cpus": 4, "gpus": 0}
+    assert decided["prices"][small] == SIZED_PRICES[small]
+
+    pulled[("train", "rightsizing")] = decided  # this run's decision, as pushed: rightsize reuses it
+    built = MagicMock()
+    built.build.return_value = {
+        "ResourceConfig": {"InstanceGroups": [{"InstanceGroupName": CPU, "InstanceType": big, "InstanceCount": 1}]}
+    }
+    counted = op.rightsize(built, {"ti": ti})  # type: ignore[arg-type]
+    sent = counted.build(job_name="j", region="r")["ResourceConfig"]["InstanceGroups"][0]
+    assert (sent["InstanceType"], sent["InstanceCount"]) == (small, 1)
+
+    record_, upcoming = record_next(idle("job-3", small, cpu_scale=2), decided, "r3")  # 50 % of half the vCPUs
+    assert record_["groups"][CPU]["type"] == small and record_["fallback"] is False
+    assert upcoming["types"] == {CPU: small} and upcoming["groups"][0]["type"] == small
+    assert upcoming["groups"][0]["reason"] == "1 of 2 runs at this cluster so far"  # the runs on big are another
+    assert "the next run uses instance_group_1=1 x ml.c5.xlarge" in next_run_lines(upcoming)[0]

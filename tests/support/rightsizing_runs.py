@@ -15,6 +15,8 @@ from airflow_hetero.job.rightsizing import record_of_summary
 from airflow_hetero.logs.verdict import judge_groups
 
 PRICES = {"ml.c5.xlarge": 0.204, "ml.g5.xlarge": 1.408}
+#: The same, with the data group's other sizes (moves between types: docs/rightsizing.md).
+SIZED_PRICES = {**PRICES, "ml.c5.large": 0.102, "ml.c5.2xlarge": 0.408, "ml.c5.4xlarge": 0.816}
 DATA, TRAIN = "data_group", "train_group"
 
 
@@ -39,20 +41,23 @@ def summary(
     prices: dict[str, float] | None = None,
     slowdown: float = 1.0,
     name: str = "job",
+    data_type: str = "ml.c5.xlarge",
+    cpu_scale: float = 1.0,
 ) -> dict[str, Any]:
-    """The summary of one run with ``n`` data hosts (``noise``: points added to the training group's
-    utilisation; ``slowdown``: the run takes this many times longer than the model says, e.g. a slower host)."""
+    """The summary of one run with ``n`` data hosts of ``data_type`` (``noise``: points added to the training
+    group's utilisation; ``slowdown``: the run takes this many times longer than the model says, e.g. a slower
+    host; ``cpu_scale``: the data hosts' utilisation is this many times the model's, e.g. half the vCPUs)."""
     batches, prep = 40, 0.2
     train = prep / ratio
     seconds = batches * max(prep / n, train) * slowdown
-    data_busy = 100 * batches * prep / n / seconds
+    data_busy = min(100.0, 100 * batches * prep / n / seconds * cpu_scale)
     train_busy = min(100.0, max(0.0, 100 * batches * train / seconds + noise))
     groups = {
-        DATA: _group("ml.c5.xlarge", n, data_busy, seconds),
+        DATA: _group(data_type, n, data_busy, seconds),
         TRAIN: _group("ml.g5.xlarge", train_count, train_busy, seconds),
     }
-    price = prices or PRICES
-    rate = n * price["ml.c5.xlarge"] + train_count * price["ml.g5.xlarge"]
+    price = prices or SIZED_PRICES
+    rate = n * price[data_type] + train_count * price["ml.g5.xlarge"]
     return {
         "training_job_name": name,
         "status": status,
@@ -64,8 +69,16 @@ def summary(
 
 
 def record(
-    n: int, *, fingerprint: str = "fp", run_id: str = "run", counts: dict[str, int] | None = None, **kwargs: Any
+    n: int,
+    *,
+    fingerprint: str = "fp",
+    run_id: str = "run",
+    counts: dict[str, int] | None = None,
+    types: dict[str, str] | None = None,
+    **kwargs: Any,
 ) -> dict[str, Any]:
-    """The record the summary task makes of :func:`summary`'s run (its decision asked for ``counts``)."""
-    decision = {"fingerprint": fingerprint, "counts": counts if counts is not None else {DATA: n}}
+    """The record the summary task makes of :func:`summary`'s run (its decision asked for ``counts`` and
+    ``types``: by default what it ran)."""
+    decision: dict[str, Any] = {"fingerprint": fingerprint, "counts": counts if counts is not None else {DATA: n}}
+    decision["types"] = types if types is not None else {DATA: kwargs.get("data_type", "ml.c5.xlarge")}
     return record_of_summary(summary(n, name=run_id, **kwargs), decision, run_id)

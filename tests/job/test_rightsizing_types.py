@@ -1,0 +1,205 @@
+"""Right-sizing moves between a group's ``GroupBounds.types`` (airflow_hetero.job.rightsizing_types, through
+decide): objective cost, a smaller type for an under-used group at min_count; objective time, a larger type for
+a bottleneck at max_count; one step, after agreeing runs, undone when the next run got slower, reset by a run on
+another type than asked, never with a count change in the same decision; and each refusal. The vCPUs and GPUs
+are the package's table (airflow_hetero.logs.capacity, through the operator's instance_facts)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from support.rightsizing_runs import DATA, SIZED_PRICES, TRAIN, record
+
+from airflow_hetero.definition.rightsizing import CountedJob, RightSizing
+from airflow_hetero.job.rightsizing import Decision, decide, decide_again, next_run_lines
+from airflow_hetero.job.rightsizing_types import carried_types, next_type
+from airflow_hetero.operators.rightsizing_inputs import instance_facts
+
+C5 = {"large": "ml.c5.large", "xl": "ml.c5.xlarge", "2xl": "ml.c5.2xlarge", "4xl": "ml.c5.4xlarge"}
+FACTS = instance_facts([*C5.values(), "ml.g5.xlarge", "ml.g5.2xlarge"])
+
+
+def policy(objective: str = "cost", mode: str = "apply", **bounds: Any) -> RightSizing:
+    limits = {"min_count": 1, "max_count": 8, "types": [C5["xl"], C5["2xl"], C5["large"]], **bounds}
+    return RightSizing.of({"groups": {DATA: limits}, "objective": objective, "mode": mode})
+
+
+def idle_runs(kind: str, runs: int = 2, **kwargs: Any) -> list[dict[str, Any]]:
+    """Runs with 1 data host of ``kind`` waiting on the trainer (25 % busy: below over_provisioned 30 %)."""
+    return [record(1, ratio=0.25, data_type=kind, run_id=f"r{i}", **kwargs) for i in range(runs)]
+
+
+def decided(rs: RightSizing, records: list[dict[str, Any]], kind: str, count: int = 1, **kwargs: Any) -> Decision:
+    options: dict[str, Any] = {"fingerprint": "fp", "prices": SIZED_PRICES, "facts": FACTS, **kwargs}
+    return decide(rs, {DATA: count}, records, types={DATA: kind}, **options)
+
+
+def test_the_facts_are_the_capacity_tables() -> None:
+    assert FACTS[C5["2xl"]] == {"cpus": 8, "gpus": 0} and FACTS["ml.g5.2xlarge"] == {"cpus": 8, "gpus": 1}
+
+
+def test_cost_moves_an_under_used_group_at_min_count_to_the_next_smaller_type_after_agreeing_runs() -> None:
+    runs = idle_runs(C5["2xl"])
+    assert decided(policy(), runs[:1], C5["2xl"]).types == {DATA: C5["2xl"]}  # 1 of 2 runs so far
+    decision = decided(policy(), runs, C5["2xl"])
+    group = decision.groups[0]
+    assert (group.action, group.count, group.next_count) == ("changed", 1, 1)
+    assert (group.type, group.next_type) == (C5["2xl"], C5["xl"])  # the nearest size down, not ml.c5.large
+    assert decision.types == decision.recommended_types == {DATA: C5["xl"]} and decision.counts == {DATA: 1}
+    assert group.reason == (
+        "the last 2 runs found it under-used; min_count is 1: a smaller type "
+        "(ml.c5.2xlarge -> ml.c5.xlarge: 25% of 8 vCPUs is 50% of 4)"
+    )
+    assert group.figures == {
+        "vcpus": 8,
+        "vcpus_after": 4,
+        "busy_percent": 25.0,
+        "busy_percent_after": 50.0,
+        "target_percent": 75.0,
+        "price_per_hour": 0.408,
+        "price_per_hour_after": 0.204,
+        "cost_per_run": pytest.approx(0.016142, abs=1e-6),
+        "cost_per_run_after": pytest.approx(0.014329, abs=1e-6),
+    }
+    assert group.line().startswith("data_group: changed (1 x ml.c5.2xlarge -> 1 x ml.c5.xlarge): the last 2 runs")
+    assert "[vcpus=8, vcpus_after=4, busy_percent=25, busy_percent_after=50," in group.line()
+    data = json.loads(json.dumps(decision.as_dict()))
+    assert data["groups"][0]["next_type"] == C5["xl"] and data["types"] == {DATA: C5["xl"]}
+
+
+def test_recommend_says_the_type_and_keeps_the_one_written() -> None:
+    decision = decided(policy(mode="recommend"), idle_runs(C5["2xl"]), C5["2xl"])
+    assert decision.types == {DATA: C5["2xl"]} and decision.recommended_types == {DATA: C5["xl"]}
+    state = {**decision.as_dict(), "written_types": {DATA: C5["2xl"]}}
+    head = next_run_lines(state)[0]
+    assert head.endswith(
+        "the next run uses data_group=1; recommended: data_group=1 x ml.c5.xlarge (2 run(s) of evidence)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"types": [C5["2xl"], C5["large"]]}, "no smaller type: on ml.c5.large its load would be 100% > target 75%"),
+        ({"types": [C5["2xl"], C5["4xl"]]}, "no smaller type: no cheaper type in types with fewer vCPUs and the same"),
+        ({"types": [C5["2xl"], "ml.g5.xlarge"]}, "no cheaper type in types with fewer vCPUs and the same GPUs"),
+    ],
+)
+def test_a_smaller_type_that_would_not_hold_the_load_or_is_not_smaller_is_refused(
+    change: dict[str, Any], reason: str
+) -> None:
+    decision = decided(policy(**change), idle_runs(C5["2xl"]), C5["2xl"])
+    group = decision.groups[0]
+    assert group.action == "kept" and group.next_type == C5["2xl"] and reason in group.reason, group.reason
+    assert group.reason.startswith("the verdict holds it; ")
+
+
+def test_no_type_move_off_the_bound_under_the_other_objective_or_without_agreement() -> None:
+    runs = idle_runs(C5["2xl"])
+    assert decided(policy(objective="time"), runs, C5["2xl"]).groups[0].reason == "the verdict holds it"
+    above = decided(policy(min_count=1), [record(2, ratio=0.25, data_type=C5["2xl"]) for _ in range(2)], C5["2xl"], 2)
+    assert (above.groups[0].next_count, above.groups[0].next_type) == (1, C5["2xl"])  # a count step first
+    busy = [record(1, ratio=0.25, data_type=C5["2xl"], cpu_scale=1.6, run_id=f"b{i}") for i in range(2)]  # 40 %
+    assert decided(policy(), [runs[0], busy[1]], C5["2xl"]).types == {DATA: C5["2xl"]}  # one run at 40 %
+    assert decided(policy(), busy, C5["2xl"]).groups[0].reason == "the verdict holds it"
+    pinned = RightSizing.of({"groups": {DATA: {"max_count": 8}}, "mode": "apply"})  # no types: counts only
+    assert decided(pinned, runs, C5["2xl"]).types == {DATA: C5["2xl"]}
+    assert decide(policy(), {DATA: 1}, runs, fingerprint="fp", prices=SIZED_PRICES).groups[0].type is None
+
+
+def test_unknown_facts_unpriced_or_blocked_types_are_not_chosen() -> None:
+    runs = idle_runs(C5["2xl"])
+    unpriced = {k: v for k, v in SIZED_PRICES.items() if k != C5["xl"]}
+    group = decided(policy(), runs, C5["2xl"], prices=unpriced).groups[0]
+    assert group.next_type == C5["2xl"] and "ml.c5.xlarge without figures or price" in group.reason
+    blocked = decided(policy(types=[C5["2xl"], C5["xl"]]), runs, C5["2xl"], blocked={DATA: [C5["xl"]]}).groups[0]
+    assert blocked.next_type == C5["2xl"] and "ml.c5.xlarge tried and undone" in blocked.reason
+    nothing = next_type("smaller", "ml.x9.huge", [C5["xl"]], facts=FACTS, prices=SIZED_PRICES, blocked=[], busy=5,
+                        resource="cpu", target=75)  # fmt: skip
+    assert nothing.to is None and "no vCPU/GPU figures or no price" in nothing.why
+
+
+def test_time_moves_a_bottleneck_at_max_count_to_the_next_larger_type_within_the_budget() -> None:
+    runs = [record(2, ratio=5, run_id=f"s{i}") for i in range(2)]  # 2 data hosts of ml.c5.xlarge, starving
+    rs = policy(objective="time", max_count=2, types=[C5["xl"], C5["4xl"], C5["2xl"]])
+    decision = decided(rs, runs, C5["xl"], 2)
+    group = decision.groups[0]
+    assert (group.action, group.next_count, group.next_type) == ("changed", 2, C5["2xl"]), group.reason
+    assert "max_count is 2: a larger type (ml.c5.xlarge -> ml.c5.2xlarge: 4 -> 8 vCPUs)" in group.reason
+    assert group.figures["vcpus"] == 4 and group.figures["vcpus_after"] == 8
+    refused = decided(rs, runs, C5["xl"], 2, max_cost=group.figures["cost_per_run_after"] * 0.9).groups[0]
+    assert refused.action == "refused_budget" and refused.next_type == C5["xl"]
+    assert (
+        refused.reason.startswith("ml.c5.2xlarge could cost")
+        and refused.figures["worst_case"] > refused.figures["max_cost"]
+    )
+    cost = decided(policy(max_count=2, types=[C5["xl"], C5["2xl"]]), runs, C5["xl"], 2).groups[0]
+    assert cost.action == "refused_bound" and cost.next_type == C5["xl"]  # objective cost buys no larger type
+    top = decided(policy(objective="time", max_count=2, types=[C5["xl"], C5["large"]]), runs, C5["xl"], 2).groups[0]
+    assert top.action == "refused_bound" and "no larger type: no type in types with more vCPUs" in top.reason
+
+
+def test_a_type_move_whose_next_run_got_slower_is_undone_and_not_tried_again() -> None:
+    rs = policy(types=[C5["2xl"], C5["xl"]])
+    runs = idle_runs(C5["2xl"])
+    moved = decided(rs, runs, C5["2xl"])
+    assert moved.types == {DATA: C5["xl"]}
+    runs.append(record(1, ratio=0.25, data_type=C5["xl"], slowdown=1.5, cpu_scale=2, run_id="slow"))
+    undo = decided(rs, runs, C5["xl"])
+    group = undo.groups[0]
+    assert (group.action, group.type, group.next_type, group.next_count) == ("undone", C5["xl"], C5["2xl"], 1)
+    assert group.reason == "the run got slower after ml.c5.2xlarge -> ml.c5.xlarge: back to ml.c5.2xlarge"
+    assert undo.blocked == {DATA: [C5["xl"]]} and undo.types == {DATA: C5["2xl"]}
+    runs += idle_runs(C5["2xl"])
+    again = decided(rs, runs, C5["2xl"], blocked=undo.blocked).groups[0]
+    assert again.next_type == C5["2xl"] and "ml.c5.xlarge tried and undone" in again.reason
+
+
+def test_a_run_on_another_type_than_asked_resets_the_evidence() -> None:
+    runs = idle_runs(C5["2xl"])
+    runs[1] = record(1, ratio=0.25, data_type=C5["xl"], types={DATA: C5["2xl"]}, run_id="fell")
+    decision = decided(policy(), runs, C5["2xl"])
+    assert decision.evidence == 0 and decision.reset == "fell ran on a fallback cluster"
+
+
+def test_one_change_per_run_never_a_type_and_a_count_together() -> None:
+    rs = RightSizing.of(
+        {
+            "groups": {DATA: {"max_count": 8, "types": [C5["2xl"], C5["xl"]]}, TRAIN: {"max_count": 4}},
+            "mode": "apply",
+            "agree_runs": 1,
+        }
+    )
+    runs = idle_runs(C5["2xl"], 1, counts={DATA: 1, TRAIN: 1})  # the trainer is the bottleneck: it would grow too
+    decision = decide(
+        rs, {DATA: 1, TRAIN: 1}, runs, fingerprint="fp", prices=SIZED_PRICES, facts=FACTS, types={DATA: C5["2xl"]}
+    )
+    moved = [g for g in decision.groups if g.moves]
+    assert len(moved) == 1 and moved[0].group == DATA and moved[0].next_count == moved[0].count
+    assert decision.groups[1].reason == "would go to 2; one change per run (data_group changes first)"
+    assert decision.counts == {DATA: 1, TRAIN: 1} and decision.types == {DATA: C5["xl"]}
+
+
+def test_the_state_decides_again_and_the_counted_job_runs_the_type() -> None:
+    decision = decided(policy(), idle_runs(C5["2xl"]), C5["2xl"])
+    state = {**decision.as_dict(), "facts": FACTS, "prices": SIZED_PRICES, "written_types": {DATA: C5["2xl"]}}
+    state["history"] = idle_runs(C5["xl"], cpu_scale=2)  # two runs on the new type at 50 %: it stays
+    again = decide_again(state, policy(), {DATA: 1})
+    assert again.types == {DATA: C5["xl"]} and again.groups[0].reason == "the verdict holds it"
+    assert carried_types(state | {"fingerprint": "fp"}, "fp", {DATA: C5["2xl"]}, "apply") == {DATA: C5["xl"]}
+    assert carried_types(state | {"fingerprint": "fp"}, "other", {DATA: C5["2xl"]}, "apply") == {DATA: C5["2xl"]}
+    assert carried_types(state | {"fingerprint": "fp"}, "fp", {DATA: C5["2xl"]}, "recommend") == {DATA: C5["2xl"]}
+
+    class Job:
+        base_job_name, name_note, fallbacks = "b", None, {}
+
+        def build(self, **_: Any) -> dict[str, Any]:
+            groups = [{"InstanceGroupName": DATA, "InstanceType": C5["2xl"], "InstanceCount": 1}]
+            return {"ResourceConfig": {"InstanceGroups": groups}}
+
+    built = CountedJob(Job(), {DATA: 1}, {DATA: C5["xl"]}).build(job_name="j", region="r")  # type: ignore[arg-type]
+    assert built["ResourceConfig"]["InstanceGroups"] == [
+        {"InstanceGroupName": DATA, "InstanceType": C5["xl"], "InstanceCount": 1}
+    ]

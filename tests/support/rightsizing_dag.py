@@ -1,0 +1,211 @@
+"""Right-sizing end to end on the offline endpoint: the training script, the DAG file and the day-by-day runner
+that tests/dags/test_rightsizing_dag.py and tests/dags/test_rightsizing_noise_dag.py share.
+
+The training script (:data:`SCRIPT`) is a data group feeding a training group: ``batches`` batches, a data host
+prepares one in ``prep_seconds``, the trainer trains on one in ``train_seconds``; the data hosts share the
+batches. The run lasts ``batches x max(prep / n, train)`` seconds and each host keeps its CPU busy for its own
+work's share of it (at most ``duty``, a quarter of a core: the endpoint's hosts share the machine's cores, and
+the verdict's thresholds of :func:`dag_text` are the defaults scaled by the same quarter). Optional
+hyperparameters make a run differ from the model on purpose, deterministically:
+
+* ``jitter`` with ``day`` (``"{{ ds }}"``): the trainer's time per batch is ``train x (1 - jitter)`` on odd days of
+  the month and ``train x (1 + jitter)`` on even ones (noise around a threshold, the same on every machine);
+* ``slow_hosts`` with ``slow_factor``: with that many data hosts, preparing a batch takes ``slow_factor`` times
+  as long (the data came from a slower store: a change that makes the run slower);
+* ``fail_on`` with ``day``: the run fails on that day (the script raises).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pendulum
+
+from airflow_hetero.local import LocalEndpoint
+from support.dag_files import dag_file
+
+BUCKET = "rightsizing-dag"
+START = pendulum.datetime(2026, 3, 1, tz="UTC")
+SCRIPT = '''\
+"""A data group feeding a training group: the slower group sets the pace, the other waits."""
+import time
+
+from airflow_hetero import runtime
+
+env = runtime.environment()
+hp = env.hyperparameters
+batches, duty = int(hp["batches"]), float(hp["duty"])
+prep, train = float(hp["prep_seconds"]), float(hp["train_seconds"])
+day = str(hp.get("day", "")).strip('"')
+if day and day == str(hp.get("fail_on", "")).strip('"'):
+    raise RuntimeError(f"the data of {day} is unreadable")
+if day and float(hp.get("jitter", 0)):
+    train *= 1 + float(hp["jitter"]) * (1 if int(day[-2:]) % 2 == 0 else -1)
+data_hosts = len(env.group_hosts("data_group"))
+if data_hosts == int(hp.get("slow_hosts", 0)):
+    prep *= float(hp["slow_factor"])
+run = batches * max(prep / data_hosts, train)
+own = batches * prep / data_hosts if env.current_instance_group == "data_group" else batches * train
+share = duty * own / run  # of one core, over the run
+began, cpu = time.monotonic(), time.process_time()
+while (elapsed := time.monotonic() - began) < run:
+    if time.process_time() - cpu < share * elapsed:
+        mark = time.process_time()
+        while time.process_time() - mark < 0.005:
+            pass
+    else:
+        time.sleep(0.005)
+print(f"{env.current_instance_group}: {data_hosts} data host(s), run {run:.2f} s, busy {share:.0%}", flush=True)
+'''
+_DAG_FILE = textwrap.dedent(
+    '''
+    """DAGs whose training task right-sizes its data group (apply mode), one per spec."""
+    import pendulum
+
+    from airflow.providers.common.compat.sdk import DAG
+    from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
+
+    QUARTER = 0.25  # of a core: the hosts' duty, and the scale of the verdict's thresholds
+    THRESHOLDS = {
+        "busy_percent": 18, "waiting_percent": 15, "idle_percent": 2.5,
+        "over_provisioned_percent": 12.5, "target_percent": 20,
+    }
+    ONE_CORE = {"ml.c5.xlarge": {"cpus": 1}, "ml.g5.xlarge": {"cpus": 1, "gpus": 1}}
+    SPECS = @SPECS@
+
+
+    def job(spec):
+        return {
+            "role": "arn:aws:iam::123456789012:role/SageMakerRole",
+            "framework": "pytorch",
+            "framework_version": "2.0",
+            "py_version": "py310",
+            "entry_point": "pipeline.py",
+            "source_dir": "rightsizing_code",
+            "output_path": "s3://@BUCKET@/models",
+            "base_job_name": "rightsize",
+            "instance_groups": [
+                {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge",
+                 "instance_count": spec["data_count"]},
+                {"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1},
+            ],
+            "hyperparameters": {
+                "batches": spec.get("batches", 40), "prep_seconds": spec["prep"], "train_seconds": spec["train"],
+                "duty": QUARTER, **spec.get("hyperparameters", {}),
+            },
+            "max_run": 600,
+        }
+
+
+    for name, spec in SPECS.items():
+        with DAG(
+            "rightsizing_" + name,
+            schedule="@daily",
+            start_date=pendulum.datetime(2026, 3, 1, tz="UTC"),
+            catchup=False,
+            default_args={"retries": 0},
+        ) as dag:
+            HeteroTrainingOperator(
+                task_id="train",
+                job=job(spec),
+                check_interval=0.5,
+                rightsizing={
+                    "groups": {"data_group": {"min_count": 1, "max_count": 8}},
+                    "mode": "apply",
+                    "tolerance": 0.25,  # runs of a few seconds on a shared machine differ by a second
+                },
+            ) >> HeteroLogSummaryOperator(
+                task_id="summarize",
+                training_task_id="train",
+                trigger_rule="all_done",
+                verdict_thresholds=THRESHOLDS,
+                capacity_overrides=ONE_CORE,
+            )
+        globals()[dag.dag_id] = dag
+    '''
+)
+
+
+def dag_text(specs: Mapping[str, Mapping[str, Any]]) -> str:
+    """A DAG file with one DAG ``rightsizing_<name>`` per spec: ``data_count`` data hosts as written,
+    ``prep`` and ``train`` seconds per batch, optional ``batches`` (40) and extra ``hyperparameters``."""
+    return _DAG_FILE.replace("@SPECS@", repr(dict(specs))).replace("@BUCKET@", BUCKET)
+
+
+@contextmanager
+def offline_endpoint(workdir: Path) -> Iterator[LocalEndpoint]:
+    """The offline endpoint with the DAGs' bucket."""
+    with LocalEndpoint(workdir=workdir, metrics_interval=0.3) as ep:
+        ep.client("s3").create_bucket(Bucket=BUCKET)
+        yield ep
+
+
+@contextmanager
+def installed_dags(name: str, text: str, endpoint: LocalEndpoint, monkeypatch: Any) -> Iterator[Any]:
+    """The DAG file ``text`` and the training script in Airflow's DAGs folder, the AWS connection pointing at
+    ``endpoint``; the imported module."""
+    from airflow.configuration import conf
+
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", endpoint.airflow_connection_json())
+    folder = Path(conf.get("core", "dags_folder"))
+    (folder / "rightsizing_code").mkdir(parents=True, exist_ok=True)
+    (folder / "rightsizing_code" / "pipeline.py").write_text(SCRIPT)
+    with dag_file(name, text) as module:
+        yield module
+
+
+def run_days(
+    dag: Any,
+    most: int,
+    endpoint: LocalEndpoint,
+    *,
+    until: Callable[[list[dict[str, Any]]], bool] | None = None,
+    failing: frozenset[int] = frozenset(),
+) -> list[dict[str, Any]]:
+    """Run ``dag`` once per logical date, one day apart, ``most`` times or until ``until(runs)`` holds. The
+    training task succeeds, except on the days (0-based) in ``failing``, where it fails; the summary always
+    succeeds. Per run: the data group's count the job really ran, the training task's decision and return
+    value (None when it failed), the summary's record, next decision and the summary itself."""
+    from airflow_hetero._compat import AIRFLOW_V_3
+
+    sagemaker = endpoint.client("sagemaker")
+    runs: list[dict[str, Any]] = []
+    for day in range(most):
+        when = START + timedelta(days=day)
+        dag_run = dag.test(logical_date=when) if AIRFLOW_V_3 else dag.test(execution_date=when)
+        tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
+        expected = "failed" if day in failing else "success"
+        assert {t: str(ti.state) for t, ti in tis.items()} == {"train": expected, "summarize": "success"}
+        train = tis["train"]
+        result = train.xcom_pull(task_ids="train")
+        name = train.xcom_pull(task_ids="train", key="training_job_name")
+        described = sagemaker.describe_training_job(TrainingJobName=name)
+        ran = {g["InstanceGroupName"]: g["InstanceCount"] for g in described["ResourceConfig"]["InstanceGroups"]}
+        runs.append(
+            {
+                "ran": ran["data_group"],
+                "decision": train.xcom_pull(task_ids="train", key="rightsizing"),
+                "result": result["rightsizing"] if result else None,
+                "record": train.xcom_pull(task_ids="summarize", key="rightsizing_record"),
+                "next": train.xcom_pull(task_ids="summarize", key="rightsizing"),
+                "summary": train.xcom_pull(task_ids="summarize"),
+            }
+        )
+        if until is not None and until(runs):
+            break
+    return runs
+
+
+def trace(runs: list[dict[str, Any]]) -> str:
+    """One line per run: the count, the verdict, the groups' utilisation, the run's length, the next decision."""
+    return "\n".join(
+        f"{r['ran']} data hosts: {r['record']['outcome']} {r['record']['verdict']['kind']} "
+        f"{ {g: v.get('busy_percent') for g, v in r['record']['groups'].items()} } {r['record']['run_seconds']} s"
+        f" -> {r['summary']['rightsizing']['lines']}"
+        for r in runs
+    )
