@@ -237,6 +237,11 @@ def usable_evidence(
     return kept, reason
 
 
+def _new_definition(records: Sequence[Mapping[str, Any]], fingerprint: str | None) -> bool:
+    """Whether a record came from another definition: only then are the counts and types undone forgotten."""
+    return fingerprint is not None and any(r.get("fingerprint") != fingerprint for r in records)
+
+
 def _count_in(record: Mapping[str, Any], group: str) -> int | None:
     value = ((record.get("groups") or {}).get(group) or {}).get("count")
     return value if isinstance(value, int) else None
@@ -311,6 +316,8 @@ def _undo(ctx: _Context, group: str, records: Sequence[Mapping[str, Any]]) -> Gr
     if change is None:
         return None
     before, now = change
+    if before in ctx.blocked.get(group, []):
+        return None  # that change was itself an undo: never back to what was undone
     if now != (ctx.types.get(group, now) if isinstance(now, str) else ctx.counts[group]):
         return None
     others = (g for g in ctx.counts if g != group)
@@ -500,7 +507,7 @@ def decide(
         {g: min(max(int(counts[g]), b.min_count), b.max_count) for g, b in policy.groups.items()},
         prices or {},
         max_cost,
-        {g: list(v) for g, v in (blocked or {}).items()} if not why else {},
+        {g: list(v) for g, v in (blocked or {}).items()} if not _new_definition(records, fingerprint) else {},
         {g: str(t) for g, t in (types or {}).items() if g in policy.groups},
         facts or {},
     )

@@ -120,6 +120,41 @@ def test_a_change_that_made_the_run_dearer_and_not_faster_is_undone_and_not_trie
     assert again.groups[0].reason == "would grow to 2, which was tried and undone"
 
 
+def _undone_growth() -> tuple[RightSizing, list[dict[str, Any]], dict[str, list[int | str]]]:
+    """1 -> 2 data hosts undone (the run with 2 cost more without getting faster): the records and the blocked."""
+    records = [record(1, ratio=5, run_id="a"), record(1, ratio=5, run_id="b")]
+    records.append(record(2, ratio=5, slowdown=2.0, run_id="c"))
+    undo = decide(policy(), {DATA: 2}, records, fingerprint="fp", prices=PRICES)
+    assert undo.groups[0].action == "undone" and undo.blocked == {DATA: [2]}
+    return policy(), records, undo.blocked
+
+
+def test_an_undo_is_never_undone_back_to_the_blocked_count() -> None:
+    rs, records, blocked = _undone_growth()
+    records.append(record(1, ratio=5, slowdown=3.0, run_id="d"))  # back on 1, slower than on 2 (noise)
+    decision = decide(rs, {DATA: 1}, records, fingerprint="fp", prices=PRICES, blocked=blocked)
+    group = decision.groups[0]
+    assert group.action != "undone" and decision.counts == {DATA: 1}, group.reason
+    assert decision.blocked == {DATA: [2]}
+
+
+@pytest.mark.parametrize("status", ["Failed", "Stopped"])
+def test_a_reset_keeps_the_counts_undone_only_a_new_definition_forgets_them(status: str) -> None:
+    rs, records, blocked = _undone_growth()
+    records.append(record(1, ratio=5, status=status, run_id="failed"))
+    for run in ("d", "e"):
+        records.append(record(1, ratio=5, run_id=run))
+        again = decide(rs, {DATA: 1}, records, fingerprint="fp", prices=PRICES, blocked=blocked)
+        assert again.counts == {DATA: 1} and again.blocked == {DATA: [2]}
+        blocked = again.blocked
+    assert again.groups[0].reason == "would grow to 2, which was tried and undone"
+    fell = [*records[:-2], record(1, ratio=5, counts={DATA: 2}, run_id="fell"), *records[-2:]]
+    assert decide(rs, {DATA: 1}, fell, fingerprint="fp", prices=PRICES, blocked=blocked).blocked == {DATA: [2]}
+    other = [record(1, ratio=5, fingerprint="new", run_id=r) for r in ("f", "g")]
+    fresh = decide(rs, {DATA: 1}, [*records, *other], fingerprint="new", prices=PRICES, blocked=blocked)
+    assert fresh.blocked == {} and fresh.counts == {DATA: 2}
+
+
 def test_a_slower_run_after_a_shrink_is_undone() -> None:
     records = [record(4, ratio=1, run_id="a"), record(2, ratio=1, slowdown=1.5, run_id="b")]
     decision = decide(policy(), {DATA: 2}, records, fingerprint="fp", prices=PRICES)

@@ -157,6 +157,18 @@ def test_a_type_move_whose_next_run_got_slower_is_undone_and_not_tried_again() -
     assert again.next_type == C5["2xl"] and "ml.c5.xlarge tried and undone" in again.reason
 
 
+def test_an_undone_type_move_is_not_undone_back_to_the_blocked_type() -> None:
+    rs = policy(types=[C5["2xl"], C5["xl"]])
+    runs = [*idle_runs(C5["2xl"]), record(1, ratio=0.25, data_type=C5["xl"], slowdown=1.5, cpu_scale=2, run_id="x")]
+    undo = decided(rs, runs, C5["xl"])
+    assert undo.groups[0].action == "undone" and undo.blocked == {DATA: [C5["xl"]]}
+    runs.append(record(1, ratio=0.25, data_type=C5["2xl"], slowdown=1.8, run_id="back"))  # slower than on xl
+    again = decided(rs, runs, C5["2xl"], blocked=undo.blocked)
+    group = again.groups[0]
+    assert group.action != "undone" and again.types == {DATA: C5["2xl"]}, group.reason
+    assert again.blocked == {DATA: [C5["xl"]]}
+
+
 def test_a_run_on_another_type_than_asked_resets_the_evidence() -> None:
     runs = idle_runs(C5["2xl"])
     runs[1] = record(1, ratio=0.25, data_type=C5["xl"], types={DATA: C5["2xl"]}, run_id="fell")
