@@ -252,6 +252,10 @@ def _type_in(record: Mapping[str, Any], group: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _busy_in(record: Mapping[str, Any], group: str) -> Any:
+    return ((record.get("groups") or {}).get(group) or {}).get("busy_percent")
+
+
 def _at_cluster(
     records: Sequence[Mapping[str, Any]], counts: Mapping[str, int], types: Mapping[str, str]
 ) -> list[Mapping[str, Any]]:
@@ -411,6 +415,7 @@ def _type_move(
         return base
     last = streak[-1]
     seen = (last.get("groups") or {}).get(group) or {}
+    loads = [b for r in streak[-policy.agree_runs :] if isinstance(b := _busy_in(r, group), int | float)]
     step = next_type(
         want,
         current,
@@ -418,7 +423,7 @@ def _type_move(
         facts=ctx.facts,
         prices=ctx.prices,
         blocked=ctx.blocked.get(group, []),
-        busy=seen.get("busy_percent"),
+        busy=max(loads) if want == "smaller" and loads else seen.get("busy_percent"),  # the most cautious
         resource=seen.get("resource"),
         target=float((last.get("verdict") or {}).get("target_percent") or DEFAULT_TARGET_PERCENT),
     )
@@ -481,6 +486,18 @@ def _judge(ctx: _Context, group: str, records: Sequence[Mapping[str, Any]]) -> G
     return verdict
 
 
+def _off_policy(policy: RightSizing, types: dict[str, str], written: Mapping[str, str]) -> dict[str, str]:
+    """Put back the written type of each group whose type (carried from an earlier move) its bounds' ``types``
+    no longer list; group -> what was done."""
+    notes = {}
+    for group, kind in list(types.items()):
+        own = written.get(group)
+        if own is not None and kind != own and kind not in (policy.groups[group].types or []):
+            types[group] = own
+            notes[group] = f"{kind} is not in its types: back to {own} as written"
+    return notes
+
+
 def decide(
     policy: RightSizing,
     counts: Mapping[str, int],
@@ -493,13 +510,15 @@ def decide(
     reset: str | None = None,
     types: Mapping[str, str] | None = None,
     facts: Mapping[str, Mapping[str, Any]] | None = None,
+    written_types: Mapping[str, str] | None = None,
 ) -> Decision:
     """The decision for the next run of a job whose managed groups would run ``counts`` (each within its
     bounds), from ``records`` of earlier runs, oldest first. ``prices``: instance type -> price per
     instance-hour (weighs the objective and ``max_cost``); ``blocked``: counts and types undone before;
     ``reset``: why the caller dropped evidence itself (a run that left no record); ``types``: the managed
     groups' instance types the next run would use (None: types do not move); ``facts``: instance type ->
-    ``{"cpus": n, "gpus": n}`` (weighs a move between ``GroupBounds.types``)."""
+    ``{"cpus": n, "gpus": n}`` (weighs a move between ``GroupBounds.types``); ``written_types``: the types as
+    written, which a group goes back to when the type it was moved to is no longer in its ``types``."""
     kept, why = usable_evidence(records, fingerprint)
     kept = kept[-policy.history :]
     ctx = _Context(
@@ -511,9 +530,12 @@ def decide(
         {g: str(t) for g, t in (types or {}).items() if g in policy.groups},
         facts or {},
     )
+    notes = _off_policy(policy, ctx.types, written_types or {})
     decided: list[GroupDecision] = []
     for group in policy.groups:
         decision = _undo(ctx, group, kept) or _judge(ctx, group, kept)
+        if group in notes:
+            decision.reason = f"{notes[group]}; {decision.reason}"
         if decision.type is None and group in ctx.types:
             decision.type = decision.next_type = ctx.types[group]
         decided.append(decision)
@@ -570,4 +592,5 @@ def decide_again(
         blocked={g: list(v) for g, v in _map(state.get("blocked")).items()},
         types=types or None,
         facts={str(t): dict(_map(f)) for t, f in _map(state.get("facts")).items()},
+        written_types={g: str(t) for g, t in (written_types or _map(state.get("written_types"))).items()},
     )

@@ -106,6 +106,7 @@ def record_next(
         reset=reset,
         types=types or None,
         facts=facts,
+        written_types=written_types,
     )
     extra = {"written_types": written_types, "facts": facts}
     return record, state_of(nxt.as_dict(), policy, budget, prices, written, extra=extra)

@@ -176,6 +176,7 @@ class RightSizingMixin:
             reset=reset,
             types=types,
             facts=facts,
+            written_types=written_types,
         )
         decision.run_id = ti.run_id
         self.log.info("%s", "\n".join(decision.lines()))

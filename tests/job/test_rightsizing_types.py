@@ -96,6 +96,17 @@ def test_a_smaller_type_that_would_not_hold_the_load_or_is_not_smaller_is_refuse
     assert group.reason.startswith("the verdict holds it; ")
 
 
+@pytest.mark.parametrize("order", [(1.16, 0.72), (0.72, 1.16)])
+def test_a_smaller_type_is_sized_by_the_highest_load_of_the_agreeing_runs_in_either_order(
+    order: tuple[float, float],
+) -> None:
+    """29 % and 18 % of 16 vCPUs, both under-used: 29 % would be 116 % of 4 vCPUs, so no move, either order."""
+    runs = [record(1, ratio=0.25, data_type=C5["4xl"], cpu_scale=k, run_id=f"o{i}") for i, k in enumerate(order)]
+    group = decided(policy(types=[C5["4xl"], C5["xl"]]), runs, C5["4xl"]).groups[0]
+    assert group.next_type == C5["4xl"] and "on ml.c5.xlarge its load would be 116% > target 75%" in group.reason
+    assert group.figures["busy_percent"] == 29.0
+
+
 def test_no_type_move_off_the_bound_under_the_other_objective_or_without_agreement() -> None:
     runs = idle_runs(C5["2xl"])
     assert decided(policy(objective="time"), runs, C5["2xl"]).groups[0].reason == "the verdict holds it"
@@ -167,6 +178,29 @@ def test_an_undone_type_move_is_not_undone_back_to_the_blocked_type() -> None:
     group = again.groups[0]
     assert group.action != "undone" and again.types == {DATA: C5["2xl"]}, group.reason
     assert again.blocked == {DATA: [C5["xl"]]}
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        {"types": [C5["2xl"], C5["large"]]},  # the type moved to is taken out of types
+        {},  # types dropped
+        {"min_count": 1, "max_count": 1},  # pinned: min_count == max_count and no types
+        {"types": [C5["2xl"]]},  # pinned: types is the group's own type only
+    ],
+)
+def test_a_type_moved_to_that_the_policy_no_longer_lists_goes_back_to_the_written_type(
+    bounds: dict[str, Any],
+) -> None:
+    moved = decided(policy(), idle_runs(C5["2xl"]), C5["2xl"])
+    state = {**moved.as_dict(), "facts": FACTS, "prices": SIZED_PRICES, "written_types": {DATA: C5["2xl"]}}
+    state["history"] = idle_runs(C5["xl"], cpu_scale=2)
+    rs = RightSizing.of({"groups": {DATA: {"min_count": 1, "max_count": 8, **bounds}}, "mode": "apply"})
+    again = decide_again(state, rs, {DATA: 1})
+    assert again.types == {DATA: C5["2xl"]}, again.groups[0].reason
+    assert again.groups[0].reason.startswith("ml.c5.xlarge is not in its types: back to ml.c5.2xlarge as written; ")
+    kept = decide_again(state, policy(), {DATA: 1})  # still listed: it stays
+    assert kept.types == {DATA: C5["xl"]} and "not in its types" not in kept.groups[0].reason
 
 
 def test_a_run_on_another_type_than_asked_resets_the_evidence() -> None:
