@@ -409,7 +409,7 @@ def _type_move(
     group, count, current = base.group, base.count, ctx.types.get(base.group)
     bounds, policy = ctx.policy.groups[group], ctx.policy
     want, objective = ("smaller", "cost") if direction == "shrink" else ("larger", "time")
-    if current is None or len(set(bounds.types or [])) < 2 or policy.objective != objective:
+    if current is None or len(set(bounds.types or []) | {current}) < 2 or policy.objective != objective:
         return base
     if want == "smaller" and not all(small_in(r, group) for r in streak[-policy.agree_runs :]):
         return base
@@ -434,17 +434,21 @@ def _type_move(
     rate_now = _rate(last, ctx.counts, ctx.prices, ctx.types)
     rate_after = _rate(last, ctx.counts, ctx.prices, {**ctx.types, group: step.to})
     seconds = last.get("run_seconds")
+    said = "found it under-used; min_count" if want == "smaller" else "say grow; max_count"
+    why = f"the last {policy.agree_runs} runs {said} is {count}: a {want} type ({step.why})"
     if rate_now is None or rate_after is None or not isinstance(seconds, int | float):
+        if ctx.max_cost is None:  # the type itself is priced (next_type); the cluster only weighs max_cost
+            return GroupDecision(group, "changed", count, count, why, base.signals, base.figures, current, step.to)
         base.reason += f"; would move to {step.to}, but no price or run length to weigh it by"
-        return base
+        return GroupDecision(
+            group, "refused_budget", count, count, base.reason, base.signals, base.figures, current, current
+        )
     worst = rate_after * seconds / _HOUR  # the run assumed no shorter
     base.figures.update(cost_per_run=round(rate_now * seconds / _HOUR, 6), cost_per_run_after=round(worst, 6))
     if ctx.max_cost is not None and worst > ctx.max_cost:
         base.figures.update(max_cost=ctx.max_cost, worst_case=round(worst, 6))
-        why = f"{step.to} could cost {worst:.4g} > max_cost"
-        return GroupDecision(group, "refused_budget", count, count, why, base.signals, base.figures, current, current)
-    said = "found it under-used; min_count" if want == "smaller" else "say grow; max_count"
-    why = f"the last {policy.agree_runs} runs {said} is {count}: a {want} type ({step.why})"
+        over = f"{step.to} could cost {worst:.4g} > max_cost"
+        return GroupDecision(group, "refused_budget", count, count, over, base.signals, base.figures, current, current)
     return GroupDecision(group, "changed", count, count, why, base.signals, base.figures, current, step.to)
 
 

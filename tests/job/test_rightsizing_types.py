@@ -107,6 +107,13 @@ def test_a_smaller_type_is_sized_by_the_highest_load_of_the_agreeing_runs_in_eit
     assert group.figures["busy_percent"] == 29.0
 
 
+def test_types_listing_only_a_fallback_type_still_moves_the_group_there() -> None:
+    decision = decided(policy(types=[C5["xl"]]), idle_runs(C5["2xl"]), C5["2xl"])
+    group = decision.groups[0]
+    assert (group.action, group.next_type) == ("changed", C5["xl"]), group.reason
+    assert decided(policy(types=[C5["2xl"]]), idle_runs(C5["2xl"]), C5["2xl"]).types == {DATA: C5["2xl"]}
+
+
 def test_no_type_move_off_the_bound_under_the_other_objective_or_without_agreement() -> None:
     runs = idle_runs(C5["2xl"])
     assert decided(policy(objective="time"), runs, C5["2xl"]).groups[0].reason == "the verdict holds it"
@@ -150,6 +157,17 @@ def test_time_moves_a_bottleneck_at_max_count_to_the_next_larger_type_within_the
     assert cost.action == "refused_bound" and cost.next_type == C5["xl"]  # objective cost buys no larger type
     top = decided(policy(objective="time", max_count=2, types=[C5["xl"], C5["large"]]), runs, C5["xl"], 2).groups[0]
     assert top.action == "refused_bound" and "no larger type: no type in types with more vCPUs" in top.reason
+
+
+def test_time_moves_a_type_when_another_group_has_no_price_unless_max_cost_needs_it() -> None:
+    runs = [record(2, ratio=5, run_id=f"s{i}") for i in range(2)]
+    rs = policy(objective="time", max_count=2, types=[C5["xl"], C5["2xl"]])
+    no_trainer = {k: v for k, v in SIZED_PRICES.items() if k != "ml.g5.xlarge"}
+    group = decided(rs, runs, C5["xl"], 2, prices=no_trainer).groups[0]
+    assert (group.action, group.next_type) == ("changed", C5["2xl"]), group.reason
+    budget = decided(rs, runs, C5["xl"], 2, prices=no_trainer, max_cost=100.0).groups[0]
+    assert (budget.action, budget.next_type) == ("refused_budget", C5["xl"])
+    assert "would move to ml.c5.2xlarge, but no price or run length to weigh it by" in budget.reason
 
 
 def test_a_type_move_whose_next_run_got_slower_is_undone_and_not_tried_again() -> None:
