@@ -397,6 +397,8 @@ class RightSizingView(TypedDict):
 
     mode: str
     next: dict[str, int]  # the counts the next run would use
+    next_types: dict[str, str]  # the managed groups' types the next run would use ({}: types not followed)
+    recommended_types: dict[str, str]  # and the types the decision recommends
     lines: list[str]  # the decision, one line per group
 
 

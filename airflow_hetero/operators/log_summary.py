@@ -37,7 +37,7 @@ COST_XCOM_KEY = "cost"
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
-    from airflow_hetero.logs.shape import BoundedSummary, LogSummary
+    from airflow_hetero.logs.shape import BoundedSummary, LogSummary, RightSizingView
 
 
 class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
@@ -216,4 +216,11 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
 
         lines = next_run_lines(upcoming)
         self.log.info("%s", "\n".join(lines))
-        return {**summary, "rightsizing": {"mode": upcoming["mode"], "next": upcoming["counts"], "lines": lines}}
+        view: RightSizingView = {
+            "mode": upcoming["mode"],
+            "next": upcoming["counts"],
+            "next_types": dict(upcoming.get("types") or {}),
+            "recommended_types": dict(upcoming.get("recommended_types") or {}),
+            "lines": lines,
+        }
+        return {**summary, "rightsizing": view}

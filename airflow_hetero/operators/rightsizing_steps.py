@@ -206,6 +206,8 @@ class RightSizingMixin:
                 "mode": d.get("mode"),
                 "counts": d.get("counts"),
                 "recommended": d.get("recommended"),
+                "types": d.get("types"),
+                "recommended_types": d.get("recommended_types"),
                 "actions": {g["group"]: g["action"] for g in d.get("groups") or []},
             }
         return result

@@ -122,6 +122,8 @@ def test_a_resumed_task_reuses_its_decision() -> None:
         "mode": "apply",
         "counts": {CPU: 3},
         "recommended": None,
+        "types": None,
+        "recommended_types": None,
         "actions": {},
     }
 
@@ -236,6 +238,15 @@ def test_the_task_moves_a_groups_type_submits_it_and_the_summary_carries_it() ->
     counted = op.rightsize(built, {"ti": ti})  # type: ignore[arg-type]
     sent = counted.build(job_name="j", region="r")["ResourceConfig"]["InstanceGroups"][0]
     assert (sent["InstanceType"], sent["InstanceCount"]) == (small, 1)
+    short = op.with_attempts({})["rightsizing"]  # the task's short form says the type move, not counts alone
+    assert (short["counts"], short["types"], short["recommended_types"]) == ({CPU: 1}, {CPU: small}, {CPU: small})
+    assert short["actions"] == {CPU: "changed"}
+    from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
+
+    summarize = HeteroLogSummaryOperator(task_id="summarize", training_task_id="train")
+    shown = summarize.record_rightsizing(idle("job-3", small, cpu_scale=2), {"ti": ti})  # type: ignore[arg-type]
+    assert shown["rightsizing"]["next"] == {CPU: 1} and shown["rightsizing"]["next_types"] == {CPU: small}
+    assert shown["rightsizing"]["recommended_types"] == {CPU: small}
 
     record_, upcoming = record_next(idle("job-3", small, cpu_scale=2), decided, "r3")  # 50 % of half the vCPUs
     assert record_["groups"][CPU]["type"] == small and record_["fallback"] is False
