@@ -267,3 +267,64 @@ def test_the_state_decides_again_and_the_counted_job_runs_the_type() -> None:
     assert built["ResourceConfig"]["InstanceGroups"] == [
         {"InstanceGroupName": DATA, "InstanceType": C5["xl"], "InstanceCount": 1}
     ]
+
+
+# One test per documented rule of a type move (docs/rightsizing.md, "Moving between types"), each failing when
+# the rule is taken out of the code.
+
+
+def test_rule_a_the_bottleneck_is_never_small_enough_for_a_smaller_type() -> None:
+    from airflow_hetero.job.rightsizing_types import small_in
+
+    seen = {"groups": {DATA: {"resource": "cpu", "busy_percent": 10.0}}}
+    idle = {**seen, "verdict": {"bottleneck": TRAIN, "over_provisioned_percent": 30.0}}
+    assert small_in(idle, DATA)
+    assert not small_in({**seen, "verdict": {"bottleneck": DATA, "over_provisioned_percent": 30.0}}, DATA)
+
+
+def test_rule_b_a_smaller_type_must_be_cheaper() -> None:
+    dear = {**SIZED_PRICES, C5["xl"]: 0.5}  # fewer vCPUs, but dearer than ml.c5.2xlarge's 0.408
+    group = decided(policy(types=[C5["2xl"], C5["xl"]]), idle_runs(C5["2xl"]), C5["2xl"], prices=dear).groups[0]
+    assert group.next_type == C5["2xl"] and "no cheaper type in types" in group.reason, group.reason
+
+
+def test_rule_c_a_larger_type_has_no_less_of_the_other_resource() -> None:
+    prices = {**SIZED_PRICES, "ml.g5.2xlarge": 1.515}
+    step = next_type("larger", "ml.g5.2xlarge", [C5["4xl"]], facts=FACTS, prices=prices, blocked=[], busy=100,
+                     resource="cpu", target=75)  # fmt: skip
+    assert step.to is None and "no type in types with more vCPUs" in step.why  # 16 vCPUs, but no GPU
+
+
+def test_rule_d_no_undo_when_another_group_changed_its_type_in_the_same_run() -> None:
+    rs = RightSizing.of(
+        {
+            "groups": {DATA: {"max_count": 8}, TRAIN: {"max_count": 4, "types": ["ml.g5.xlarge", "ml.g5.2xlarge"]}},
+            "mode": "apply",
+        }
+    )
+    runs = [record(1, ratio=5, run_id="a"), record(2, ratio=5, slowdown=2.0, run_id="b")]  # dearer, not faster
+    runs[1]["groups"][TRAIN]["type"] = "ml.g5.2xlarge"  # the trainer's type changed in the same run
+    prices = {**SIZED_PRICES, "ml.g5.2xlarge": 1.515}
+    decision = decide(rs, {DATA: 2, TRAIN: 1}, runs, fingerprint="fp", prices=prices, facts=FACTS,
+                      types={DATA: C5["xl"], TRAIN: "ml.g5.2xlarge"})  # fmt: skip
+    assert [g.action for g in decision.groups] != ["undone", "kept"] and decision.blocked == {}
+    runs[1]["groups"][TRAIN]["type"] = "ml.g5.xlarge"  # the same runs with one cause: undone
+    alone = decide(rs, {DATA: 2, TRAIN: 1}, runs, fingerprint="fp", prices=prices, facts=FACTS,
+                   types={DATA: C5["xl"], TRAIN: "ml.g5.xlarge"})  # fmt: skip
+    assert alone.groups[0].action == "undone" and alone.blocked == {DATA: [2]}
+
+
+def test_rule_e_a_type_move_is_undone_only_when_the_next_run_uses_that_type() -> None:
+    rs = policy(types=[C5["2xl"], C5["xl"]])
+    runs = [*idle_runs(C5["2xl"]), record(1, ratio=0.25, data_type=C5["xl"], slowdown=1.5, cpu_scale=2, run_id="x")]
+    assert decided(rs, runs, C5["xl"]).groups[0].action == "undone"
+    gone = decided(rs, runs, C5["2xl"])  # the next run is on ml.c5.2xlarge already: nothing to undo
+    assert gone.groups[0].action != "undone" and gone.blocked == {}, gone.groups[0].reason
+
+
+def test_rule_f_each_agreeing_run_not_only_the_last_must_be_under_used() -> None:
+    first = record(1, ratio=0.25, data_type=C5["2xl"], cpu_scale=1.4, run_id="busy")  # 35 % > 30 %
+    runs = [first, record(1, ratio=0.25, data_type=C5["2xl"], run_id="idle")]  # then 25 %
+    group = decided(policy(), runs, C5["2xl"]).groups[0]
+    assert group.next_type == C5["2xl"] and group.reason == "the verdict holds it", group.reason
+    assert decided(policy(), idle_runs(C5["2xl"]), C5["2xl"]).groups[0].next_type == C5["xl"]
