@@ -164,6 +164,9 @@ def record_of_summary(
         for key in ("state", "busy_percent", "resource", "suggested_count", "over_provisioned"):
             if seen.get(key) is not None:
                 entry[key] = seen[key]
+        devices = _map(group.get("devices"))  # the figures the summary divided by (its capacity_overrides too)
+        if isinstance(devices.get("cpus"), int) and isinstance(devices.get("gpus"), int):
+            entry["devices"] = {"cpus": devices["cpus"], "gpus": devices["gpus"]}
         groups[name] = entry
     mine = _map(decision)
     asked = dict(_map(mine.get("counts")))
@@ -490,6 +493,16 @@ def _judge(ctx: _Context, group: str, records: Sequence[Mapping[str, Any]]) -> G
     return verdict
 
 
+def _seen_facts(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Instance type -> the vCPUs and GPUs the runs' summaries divided utilisation by (the latest run's)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for record in records:
+        for g in (record.get("groups") or {}).values():
+            if isinstance(g.get("type"), str) and isinstance(g.get("devices"), Mapping):
+                seen[g["type"]] = dict(g["devices"])
+    return seen
+
+
 def _off_policy(policy: RightSizing, types: dict[str, str], written: Mapping[str, str]) -> dict[str, str]:
     """Put back the written type of each group whose type (carried from an earlier move) its bounds' ``types``
     no longer list; group -> what was done."""
@@ -521,7 +534,8 @@ def decide(
     instance-hour (weighs the objective and ``max_cost``); ``blocked``: counts and types undone before;
     ``reset``: why the caller dropped evidence itself (a run that left no record); ``types``: the managed
     groups' instance types the next run would use (None: types do not move); ``facts``: instance type ->
-    ``{"cpus": n, "gpus": n}`` (weighs a move between ``GroupBounds.types``); ``written_types``: the types as
+    ``{"cpus": n, "gpus": n}`` (weighs a move between ``GroupBounds.types``; the figures a record's summary
+    used, its ``capacity_overrides`` included, take precedence); ``written_types``: the types as
     written, which a group goes back to when the type it was moved to is no longer in its ``types``."""
     kept, why = usable_evidence(records, fingerprint)
     kept = kept[-policy.history :]
@@ -532,7 +546,7 @@ def decide(
         max_cost,
         {g: list(v) for g, v in (blocked or {}).items()} if not _new_definition(records, fingerprint) else {},
         {g: str(t) for g, t in (types or {}).items() if g in policy.groups},
-        facts or {},
+        {**(facts or {}), **_seen_facts(records)},
     )
     notes = _off_policy(policy, ctx.types, written_types or {})
     decided: list[GroupDecision] = []

@@ -139,6 +139,28 @@ def test_unknown_facts_unpriced_or_blocked_types_are_not_chosen() -> None:
     assert nothing.to is None and "no vCPU/GPU figures or no price" in nothing.why
 
 
+def test_a_type_known_only_through_the_summarys_capacity_overrides_is_sized_by_them() -> None:
+    """ml.c5.9xlarge-custom is in no table: the summary's capacity_overrides gave it 8 vCPUs (its devices)."""
+    from support.rightsizing_runs import summary
+
+    from airflow_hetero.job.rightsizing import record_of_summary
+
+    custom, prices = "ml.c5.custom", {**SIZED_PRICES, "ml.c5.custom": 0.408}
+    runs = []
+    for i in range(2):
+        run = summary(1, ratio=0.25, data_type=custom, prices=prices, name=f"o{i}")
+        run["groups"][DATA]["devices"] = {"cpus": 8, "gpus": 0}
+        runs.append(
+            record_of_summary(run, {"fingerprint": "fp", "counts": {DATA: 1}, "types": {DATA: custom}}, f"o{i}")
+        )
+    facts = instance_facts([custom, C5["xl"]])
+    assert facts[custom]["cpus"] is None  # the package's table does not know its vCPUs
+    group = decided(policy(types=[custom, C5["xl"]]), runs, custom, prices=prices, facts=facts).groups[0]
+    assert (group.action, group.next_type) == ("changed", C5["xl"]), group.reason
+    assert group.figures["vcpus"] == 8 and group.figures["busy_percent_after"] == 50.0
+    assert runs[0]["groups"][DATA]["devices"] == {"cpus": 8, "gpus": 0}
+
+
 def test_time_moves_a_bottleneck_at_max_count_to_the_next_larger_type_within_the_budget() -> None:
     runs = [record(2, ratio=5, run_id=f"s{i}") for i in range(2)]  # 2 data hosts of ml.c5.xlarge, starving
     rs = policy(objective="time", max_count=2, types=[C5["xl"], C5["4xl"], C5["2xl"]])
