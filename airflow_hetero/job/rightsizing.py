@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from airflow_hetero.definition.rightsizing import RightSizing
-from airflow_hetero.job.rightsizing_types import next_type, small_in
+from airflow_hetero.job.rightsizing_types import next_type, seen_facts, small_in, written_back
 
 __all__ = [
     "ACTIONS",
@@ -493,28 +493,6 @@ def _judge(ctx: _Context, group: str, records: Sequence[Mapping[str, Any]]) -> G
     return verdict
 
 
-def _seen_facts(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Instance type -> the vCPUs and GPUs the runs' summaries divided utilisation by (the latest run's)."""
-    seen: dict[str, dict[str, Any]] = {}
-    for record in records:
-        for g in (record.get("groups") or {}).values():
-            if isinstance(g.get("type"), str) and isinstance(g.get("devices"), Mapping):
-                seen[g["type"]] = dict(g["devices"])
-    return seen
-
-
-def _off_policy(policy: RightSizing, types: dict[str, str], written: Mapping[str, str]) -> dict[str, str]:
-    """Put back the written type of each group whose type (carried from an earlier move) its bounds' ``types``
-    no longer list; group -> what was done."""
-    notes = {}
-    for group, kind in list(types.items()):
-        own = written.get(group)
-        if own is not None and kind != own and kind not in (policy.groups[group].types or []):
-            types[group] = own
-            notes[group] = f"{kind} is not in its types: back to {own} as written"
-    return notes
-
-
 def decide(
     policy: RightSizing,
     counts: Mapping[str, int],
@@ -546,9 +524,9 @@ def decide(
         max_cost,
         {g: list(v) for g, v in (blocked or {}).items()} if not _new_definition(records, fingerprint) else {},
         {g: str(t) for g, t in (types or {}).items() if g in policy.groups},
-        {**(facts or {}), **_seen_facts(records)},
+        {**(facts or {}), **seen_facts(records)},
     )
-    notes = _off_policy(policy, ctx.types, written_types or {})
+    notes = written_back(ctx.types, {g: b.types or [] for g, b in policy.groups.items()}, written_types or {})
     decided: list[GroupDecision] = []
     for group in policy.groups:
         decision = _undo(ctx, group, kept) or _judge(ctx, group, kept)

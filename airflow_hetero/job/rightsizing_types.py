@@ -6,13 +6,15 @@ count cannot, one type at a time, and only in the direction of the objective:
 * ``objective="cost"``: a group at its ``min_count`` whose primary resource is its CPUs, not the bottleneck and
   below the verdict's ``over_provisioned_percent`` in each agreeing run, moves to a *smaller* type: the largest
   of the listed types with fewer vCPUs, the same GPUs and a lower price, on which the load it showed (scaled by
-  the vCPUs) stays within the verdict's ``target_percent``;
+  the vCPUs; the highest of the agreeing runs) stays within the verdict's ``target_percent``;
 * ``objective="time"``: a bottleneck group at its ``max_count`` moves to a *larger* type: the smallest of the
   listed types with more of the resource it is short of (vCPUs or GPUs) and no less of the other.
 
-A type counted undone before, a type without vCPU/GPU figures or without a price is never chosen. The instance
-facts are given by the caller: vCPUs and GPUs from :mod:`airflow_hetero.logs.capacity`, prices from the
-operator's price settings and the Price List (:func:`instance_facts` is the operator's table of both).
+A type counted undone before, a type without vCPU/GPU figures or without a price is never chosen; a group's own
+type is always one of its types, and a type moved to that its types no longer list goes back to the one written
+(:func:`written_back`). The instance facts are given by the caller: vCPUs and GPUs from
+:mod:`airflow_hetero.logs.capacity` or the summary's ``capacity_overrides`` (:func:`seen_facts`), prices from
+the operator's price settings and the Price List (:func:`instance_facts` is the operator's table of both).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TypeStep", "carried_types", "next_type", "small_in"]
+__all__ = ["TypeStep", "carried_types", "next_type", "seen_facts", "small_in", "written_back"]
 
 
 @dataclass(frozen=True)
@@ -154,3 +156,28 @@ def carried_types(
         if isinstance(chosen, Mapping):
             types.update({str(g): str(t) for g, t in chosen.items() if g in written})
     return types
+
+
+def seen_facts(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Instance type -> the vCPUs and GPUs the runs' summaries divided utilisation by (their ``capacity_overrides``
+    included; the latest run's), as the records carry them (a group's ``devices``)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for record in records:
+        for g in (record.get("groups") or {}).values():
+            if isinstance(g.get("type"), str) and isinstance(g.get("devices"), Mapping):
+                seen[g["type"]] = dict(g["devices"])
+    return seen
+
+
+def written_back(
+    types: dict[str, str], allowed: Mapping[str, Sequence[str]], written: Mapping[str, str]
+) -> dict[str, str]:
+    """Put back (in ``types``) the written type of each group whose type, carried from an earlier move, its
+    bounds' ``types`` (``allowed``) no longer list; group -> what was done."""
+    notes = {}
+    for group, kind in list(types.items()):
+        own = written.get(group)
+        if own is not None and kind != own and kind not in allowed.get(group, []):
+            types[group] = own
+            notes[group] = f"{kind} is not in its types: back to {own} as written"
+    return notes
