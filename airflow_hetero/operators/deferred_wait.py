@@ -107,4 +107,4 @@ class DeferredWait:
         if not op.capacity_failed(err):
             raise err
         name, _ = op.attach(op.make_hook(), job, context)
-        self.defer(name, (capacity or {}).get("started_at"))
+        op.defer_wait(name, (capacity or {}).get("started_at"))  # the operator's step, as a subclass may have it

@@ -286,8 +286,9 @@ def test_a_bad_request_is_refused_before_anything_is_submitted(conn: LocalEndpoi
 def test_a_capacity_requeue_is_followed_and_summarised_with_every_attempt_costed(
     conn: LocalEndpoint, tmp_path: Path
 ) -> None:
-    """The task logs the requeue and follows the next attempt; the summary is the latest attempt's, every attempt
-    costed (one requeued job for both: a capacity requeue is the slowest scenario of the module)."""
+    """After a capacity requeue the task follows the next attempt (its log names attempt 2; the requeue's own line
+    shows only when a poll falls between the attempts); the summary is the latest attempt's, every attempt costed
+    (one requeued job for both: a capacity requeue is the slowest scenario of the module)."""
     from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
 
     conn.set_capacity({C5: 0})  # the first attempt fails for lack of capacity (no billable time), Batch requeues

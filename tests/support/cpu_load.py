@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -27,11 +28,26 @@ def default_count() -> int:
     return 2 * (os.cpu_count() or 1)
 
 
+def runnable_now(samples: int = 5, every: float = 0.05) -> float:
+    """Processes runnable right now besides this one (``procs_running`` of ``/proc/stat``, averaged over a
+    few samples); where that is not available, the 1-minute load average (which lags by a minute)."""
+    try:
+        counts = []
+        for i in range(samples):
+            if i:
+                time.sleep(every)
+            with open("/proc/stat", encoding="ascii") as stat:
+                counts += [int(line.split()[1]) - 1 for line in stat if line.startswith("procs_running ")]
+        return sum(counts) / len(counts) if counts else os.getloadavg()[0]
+    except OSError:
+        return os.getloadavg()[0]
+
+
 def top_up_count() -> int:
-    """Burners to add for :func:`default_count` runnable processes, counting the load already there (the
-    1-minute load average). On a machine that busy already (the suite's other workers, the other suite)
-    none are added: burners there only slow the rest of the run, not make this test's conditions harder."""
-    return max(0, default_count() - int(os.getloadavg()[0]))
+    """Burners to add for :func:`default_count` runnable processes, counting those running now. On a machine
+    that busy already (the suite's other workers, the other suite) none are added: burners there only slow the
+    rest of the run, not make this test's conditions harder."""
+    return max(0, default_count() - round(runnable_now()))
 
 
 @contextmanager
