@@ -29,6 +29,7 @@ from airflow_hetero.local import LocalEndpoint
 pytestmark = pytest.mark.slow
 
 DAY = "{{ ds }}"
+BIG, SMALL = "ml.c5.2xlarge", "ml.c5.xlarge"  # 8 and 4 vCPUs; 0.1 and 0.05 USD/h at the endpoint's stand-in prices
 DAG_FILE = dag_text(
     {
         "noisy": {"data_count": 2, "prep": 0.2, "train": 0.07, "hyperparameters": {"jitter": 0.5, "day": DAY}},
@@ -45,6 +46,15 @@ DAG_FILE = dag_text(
             "train": 0.05,
             "batches": 20,
             "hyperparameters": {"slow_hosts": 2, "slow_factor": 4},
+        },
+        "smaller": {
+            "data_count": 1,
+            "data_type": BIG,
+            "types": [BIG, SMALL],
+            "prep": 0.1,
+            "train": 0.15,
+            "batches": 30,
+            "capacity_overrides": {"ml.g5.xlarge": {"cpus": 1, "gpus": 1}},  # the data types: the package's table
         },
     }
 )
@@ -122,3 +132,42 @@ def test_a_change_whose_next_run_got_slower_is_undone(dag_module: Any, endpoint:
     ), shown
     # the undone count stays blocked in what the next run reads
     assert runs[3]["next"]["blocked"] == {"data_group": [2]}, shown
+
+
+def test_an_under_used_data_group_at_min_count_moves_to_a_smaller_type_and_stays(
+    dag_module: Any, endpoint: LocalEndpoint
+) -> None:
+    runs = run_days(dag_module.rightsizing_smaller, 4, endpoint)
+    shown = "\n".join(f"{r['type']}: {line}" for r, line in zip(runs, trace(runs).splitlines(), strict=True))
+    print(shown)
+    # the jobs the endpoint ran (DescribeTrainingJob): two days as written, then the smaller type, asked for
+    assert [(r["ran"], r["type"]) for r in runs] == [(1, BIG)] * 2 + [(1, SMALL)] * 2, shown
+    assert [r["record"]["fallback"] for r in runs] == [False] * 4, shown
+    moved = runs[2]["decision"]
+    group = moved["groups"][0]
+    assert (group["action"], group["type"], group["next_type"], group["count"]) == ("changed", BIG, SMALL, 1), shown
+    assert moved["types"] == {"data_group": SMALL} and moved["counts"] == {"data_group": 1}, shown
+    assert runs[2]["result"]["actions"] == {"data_group": "changed"}, shown
+    figures = group["figures"]
+    assert (figures["vcpus"], figures["vcpus_after"]) == (8, 4), shown
+    assert figures["cost_per_run_after"] < figures["cost_per_run"], shown
+    # the evidence: the data group under-used on 8 vCPUs in both runs, its CPUs its resource, not the bottleneck
+    for run in runs[:2]:
+        seen = run["record"]["groups"]["data_group"]
+        assert seen["type"] == BIG and seen["resource"] == "cpu", shown
+        assert seen["busy_percent"] < run["record"]["verdict"]["over_provisioned_percent"], shown
+        assert run["record"]["verdict"]["bottleneck"] != "data_group", shown
+    # the endpoint reports a host's CPU seconds whatever its type; the summary divides them by the type's vCPUs:
+    # the same work shows about twice the share of 4 vCPUs that it showed of 8, as the decision assumed
+    before = mean(r["record"]["groups"]["data_group"]["busy_percent"] for r in runs[:2])
+    after = mean(r["record"]["groups"]["data_group"]["busy_percent"] for r in runs[2:])
+    assert 1.3 * before < after < 3 * before, shown
+    assert after <= group["figures"]["target_percent"], shown
+    # then it holds: a run on the new type is new evidence, not undone; two of them find no smaller listed type
+    assert runs[3]["decision"]["groups"][0]["action"] == "kept", shown
+    assert runs[3]["decision"]["groups"][0]["reason"] == "1 of 2 runs at this cluster so far", shown
+    upcoming = runs[3]["next"]
+    assert upcoming["types"] == {"data_group": SMALL} and upcoming["counts"] == {"data_group": 1}, shown
+    kept = upcoming["groups"][0]
+    assert (kept["action"], kept["type"], kept["next_type"]) == ("kept", SMALL, SMALL), shown
+    assert "no smaller type: no cheaper type in types with fewer vCPUs" in kept["reason"], shown
