@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pendulum
+import pytest
 
 from airflow_hetero.local import LocalEndpoint
 from support.dag_files import dag_file
@@ -160,6 +161,24 @@ def installed_dags(name: str, text: str, endpoint: LocalEndpoint, monkeypatch: A
     (folder / "rightsizing_code" / "pipeline.py").write_text(SCRIPT)
     with dag_file(name, text) as module:
         yield module
+
+
+def dag_fixtures(name: str, text: str) -> tuple[Any, Any]:
+    """The fixtures a right-sizing e2e module binds as ``endpoint, dag_module = dag_fixtures(...)``: the offline
+    endpoint, one per module; the DAG file ``text`` installed as module ``name`` (:func:`installed_dags`), per test
+    on the Airflow DB of ``airflow_db``."""
+
+    @pytest.fixture(scope="module", name="endpoint")
+    def endpoint_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
+        with offline_endpoint(tmp_path_factory.mktemp("endpoint")) as ep:
+            yield ep
+
+    @pytest.fixture(name="dag_module")
+    def dag_module_fixture(airflow_db: None, endpoint: LocalEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+        with installed_dags(name, text, endpoint, monkeypatch) as module:
+            yield module
+
+    return endpoint_fixture, dag_module_fixture
 
 
 def run_days(
