@@ -12,6 +12,14 @@ hyperparameters of the script, so they are the same on every machine; only the m
   day's decision rests on its own run only: the evidence was reset, and the decision says why.
 * ``slowed``: 1 data host starving the trainer; with 2 data hosts the data comes from a store 4 x slower, so the
   run after the task grows the group to 2 takes twice as long: the next decision undoes the change.
+* ``smaller`` (a move between types, objective cost): 1 data host of ml.c5.2xlarge (types: it and
+  ml.c5.xlarge, its fallback) feeding a trainer that sets the pace. The endpoint reports a host's CPU seconds
+  over wall seconds (a share of one core, whatever its instance type); the summary divides that by the type's
+  vCPUs from the package's table, the same table the decision scales by. So the data host, busy 0.25 x 0.1 /
+  0.15 = 17 % of one core, shows about 2 % of 8 vCPUs: under-used at min_count in two runs, it moves to
+  ml.c5.xlarge, where the endpoint runs the next jobs (DescribeTrainingJob) and the same work shows about 4 %
+  of 4 vCPUs. The run on the new type is not slower (the endpoint's hosts do not get slower with fewer vCPUs,
+  as the decision assumes), so the move is not undone; with no smaller type listed, the type then stays.
 """
 
 from __future__ import annotations
