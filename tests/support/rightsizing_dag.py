@@ -119,7 +119,8 @@ _DAG_FILE = textwrap.dedent(
                 rightsizing={
                     "groups": {"data_group": {"min_count": 1, "max_count": 8, "types": spec.get("types")}},
                     "mode": "apply",
-                    "tolerance": 0.25,  # runs of a few seconds on a shared machine differ by a second
+                    # runs of a few seconds on a shared machine differ by a second
+                    "tolerance": spec.get("tolerance", 0.25),
                 },
             ) >> HeteroLogSummaryOperator(
                 task_id="summarize",
@@ -137,7 +138,7 @@ def dag_text(specs: Mapping[str, Mapping[str, Any]]) -> str:
     """A DAG file with one DAG ``rightsizing_<name>`` per spec: ``data_count`` data hosts as written,
     ``prep`` and ``train`` seconds per batch, optional ``batches`` (40) and extra ``hyperparameters``; optional
     ``data_type`` (ml.c5.xlarge), ``types`` the data group may move between (its type first, the others its
-    fallbacks) and the summary's ``capacity_overrides`` (ONE_CORE)."""
+    fallbacks), the policy's ``tolerance`` (0.25) and the summary's ``capacity_overrides`` (ONE_CORE)."""
     return _DAG_FILE.replace("@SPECS@", repr(dict(specs))).replace("@BUCKET@", BUCKET)
 
 
