@@ -198,7 +198,8 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
         """When the training task right-sizes (its ``rightsizing`` XCom): push this run's record (the evidence
         its next run reads) and the decision the next run would be made with, log it, and show it in the
         summary (``rightsizing``: the Instance groups view's section). Never fails the summary."""
-        from airflow_hetero.operators.rightsizing_steps import RECORD_XCOM_KEY, RIGHTSIZING_XCOM_KEY, record_next
+        from airflow_hetero.operators.rightsizing_records import record_next
+        from airflow_hetero.operators.rightsizing_steps import RECORD_XCOM_KEY, RIGHTSIZING_XCOM_KEY
 
         ti: Any = context["ti"]
         decision = ti.xcom_pull(task_ids=self.training_task_id, key=RIGHTSIZING_XCOM_KEY)

@@ -12,8 +12,9 @@ shared by every trigger of the same loop, connection, region, ``verify`` and bot
   not: triggers started at different times share it), and a DescribeTrainingJob only for the jobs
   whose summary changed (a list cut short at the page limit
   says nothing of the jobs it did not reach: they are described);
-* a DescribeTrainingJob anyway for a job not described for ``REFRESH_INTERVALS`` intervals since
-  the previous answer (a safety net for the list's eventual consistency);
+* a DescribeTrainingJob anyway for a job not described for ``REFRESH_INTERVALS`` intervals: at the
+  10th poll after the one that described it, and never sooner than :func:`refresh_after` after that
+  answer, however slow it was (a safety net for the list's eventual consistency);
 * if listing is not allowed (an IAM policy that grants only DescribeTrainingJob, say), or fails
   for one interval, every due job is described instead: never worse than polling each job.
 
@@ -50,6 +51,17 @@ LIST_MAX_PAGES = 20
 DESCRIBE_CONCURRENCY = 16
 #: A job not described for this many intervals is described even without a listed change.
 REFRESH_INTERVALS = 10
+
+
+def refresh_after(interval: float) -> float:
+    """Seconds after a job's last DescribeTrainingJob answer from which a poll describes it again.
+
+    Polls start an interval apart and an answer comes some time after its poll started, so a threshold of
+    exactly ``REFRESH_INTERVALS`` intervals would be crossed only at the poll after that (every 11th):
+    half an interval's leeway makes it the ``REFRESH_INTERVALS``-th poll while an answer takes less than
+    half an interval, and a slower answer still delays the refresh (it never comes right after it).
+    """
+    return (REFRESH_INTERVALS - 0.5) * interval
 
 
 @dataclass(eq=False)
@@ -128,7 +140,7 @@ class JobWatcher(
             if job.described_at is None:
                 continue
             is_due = job.is_due(now)
-            stale = is_due and now - job.described_at >= REFRESH_INTERVALS * job.interval
+            stale = is_due and now - job.described_at >= refresh_after(job.interval)
             if listed is not None and listed.tells(job.name) and not stale:
                 job.checked_at = now
             elif is_due or (listed is not None and job.name in listed.changed):

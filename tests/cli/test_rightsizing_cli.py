@@ -15,7 +15,7 @@ from airflow_hetero.cli import main
 from airflow_hetero.definition.rightsizing import RightSizing
 from airflow_hetero.job.rightsizing import decide
 from airflow_hetero.operators.rightsizing_inputs import instance_facts
-from airflow_hetero.operators.rightsizing_steps import record_next, state_of
+from airflow_hetero.operators.rightsizing_records import record_next, state_of
 
 DEFINITION: dict[str, Any] = {
     "role": "arn:aws:iam::123456789012:role/SageMakerRole",

@@ -16,7 +16,7 @@ from airflow_hetero._compat import AirflowFailException
 from airflow_hetero.definition.rightsizing import GroupBounds, RightSizing
 from airflow_hetero.job.rightsizing import next_run_lines
 from airflow_hetero.operators import HeteroTrainingOperator
-from airflow_hetero.operators.rightsizing_steps import evidence, record_next, state_of
+from airflow_hetero.operators.rightsizing_records import evidence, record_next, state_of
 
 JOB: dict[str, Any] = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
 CPU = "instance_group_1"  # 2 x ml.c5.18xlarge in JOB

@@ -19,7 +19,7 @@ from support.service_model import check_answer, check_request
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.triggers import HeteroTrainingTrigger
 from airflow_hetero.triggers.training import FIRST_CHECK_WAIT
-from airflow_hetero.triggers.watcher import REFRESH_INTERVALS, JobWatcher, _by_loop
+from airflow_hetero.triggers.watcher import REFRESH_INTERVALS, JobWatcher, _by_loop, refresh_after
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.001, max_delay=0.001)
 
@@ -41,6 +41,7 @@ class FakeSageMaker:
         self.clock = datetime.now(UTC)
         self.describe_delays: list[float] = []  # seconds each next DescribeTrainingJob takes (then none)
         self.described_at: list[float] = []  # loop time of each DescribeTrainingJob answer
+        self.listed_at: list[float] = []  # loop time of each ListTrainingJobs call
 
     def tick(self) -> datetime:
         self.clock += timedelta(seconds=1)
@@ -78,6 +79,7 @@ class FakeSageMaker:
 
     async def list_training_jobs(self, **kwargs: Any) -> dict[str, Any]:
         self.calls["ListTrainingJobs"] += 1
+        self.listed_at.append(asyncio.get_running_loop().time())
         check_request("ListTrainingJobs", kwargs)  # SortBy="LastModifiedTime" is refused, as SageMaker does
         await asyncio.sleep(0)
         if self.list_error is not None:
@@ -259,6 +261,25 @@ async def test_a_job_unchanged_for_long_is_described_again(
     await waiting
 
 
+async def test_an_unchanged_job_is_described_again_at_the_refresh_intervals_th_poll(
+    service: FakeSageMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each answer comes a little after its poll started: counted from the answer with no leeway, the refresh
+    # came one poll late (every 11th poll for 10). A loaded machine starts polls late (each an interval after
+    # the previous one's start), so refresh_after's time may pass a poll sooner: 9 or 10, never 11
+    monkeypatch.setattr("airflow_hetero.triggers.watcher.REFRESH_INTERVALS", REFRESH_INTERVALS)
+    service.add("quiet")
+    waiting = asyncio.ensure_future(wait_all(triggers(["quiet"], poll_interval=0.1)))
+    await until(lambda: len(service.described_at) >= 3)
+    service.move("quiet", "Completed", "Completed")
+    await waiting
+    first, second, third = service.described_at[:3]
+    pairs = ((first, second), (second, third))
+    polls = [sum(1 for at in service.listed_at if earlier < at <= later) for earlier, later in pairs]
+    assert all(REFRESH_INTERVALS - 1 <= n <= REFRESH_INTERVALS for n in polls), polls  # its own poll lists too
+    assert all(later - earlier >= refresh_after(0.1) for earlier, later in pairs), pairs
+
+
 async def test_a_slow_describe_does_not_bring_the_next_refresh_closer(
     service: FakeSageMaker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -274,7 +295,7 @@ async def test_a_slow_describe_does_not_bring_the_next_refresh_closer(
     service.move("slow", "Completed", "Completed")
     await waiting
     gaps = [later - earlier for earlier, later in itertools.pairwise(service.described_at[:3])]
-    assert all(gap >= REFRESH_INTERVALS * interval - 1e-9 for gap in gaps), gaps
+    assert all(gap >= refresh_after(interval) - 1e-9 for gap in gaps), gaps
 
 
 async def test_listing_not_allowed_falls_back_to_describing_each_job(service: FakeSageMaker) -> None:

@@ -23,7 +23,7 @@ from support.local_jobkit import BUCKET, unique
 from support.trigger_runs import first_event, triggers_on
 
 from airflow_hetero.local import LocalEndpoint
-from airflow_hetero.triggers.watcher import REFRESH_INTERVALS
+from airflow_hetero.triggers.watcher import REFRESH_INTERVALS, refresh_after
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +113,7 @@ async def test_a_long_wait_is_listed_each_interval_and_described_on_changes_and_
     asked = list(proxy.log)
     described = [at for at, action in asked if action == "DescribeTrainingJob"]
     lists = [at for at, action in asked if action == "ListTrainingJobs"]
-    every = REFRESH_INTERVALS * INTERVAL
+    every = refresh_after(INTERVAL)
     # every ListTrainingJobs was accepted: no fallback to describing every job every interval
     watcher_said = [r.getMessage() for r in caplog.records if r.name == "airflow_hetero.triggers.watcher"]
     assert not watcher_said  # no "ListTrainingJobs is not available", no list cut short
@@ -129,10 +129,10 @@ async def test_a_long_wait_is_listed_each_interval_and_described_on_changes_and_
         if at > described[0]:
             assert any(d >= at and sum(1 for t in lists if at < t < d) <= 3 for d in described), (change, asked)
     # ...and while nothing changes (Training), the job is described again every REFRESH_INTERVALS
-    # intervals, counted from the previous answer (a Describe stamped after Training began may still
-    # have answered Downloading on a loaded machine, and the listing then tells the change at once: only
-    # the Describes that answered Training count), and listed in between, once a poll: at least the
-    # refresh's own poll, at most REFRESH_INTERVALS + 2 polls (one an interval from the previous answer)
+    # intervals, never sooner than refresh_after(INTERVAL) after the previous answer (a Describe stamped
+    # after Training began may still have answered Downloading on a loaded machine, and the listing then
+    # tells the change at once: only the Describes that answered Training count), and listed in between,
+    # once a poll: at least the refresh's own poll, at most REFRESH_INTERVALS + 2 polls
     quiet = quiet_describes(proxy)
     gaps = [later - earlier for earlier, later in itertools.pairwise(quiet)]
     assert len(gaps) >= REFRESHES, (quiet, transitions)
