@@ -21,11 +21,10 @@ utilisation the summary reads from the endpoint's CloudWatch really follows the 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support.rightsizing_dag import dag_text, installed_dags, offline_endpoint, run_days, trace
+from support.rightsizing_dag import dag_fixtures, dag_text, run_days, trace
 
 from airflow_hetero.local import LocalEndpoint
 
@@ -36,16 +35,7 @@ DAG_FILE = dag_text(
 )
 
 
-@pytest.fixture(scope="module")
-def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
-    with offline_endpoint(tmp_path_factory.mktemp("endpoint")) as ep:
-        yield ep
-
-
-@pytest.fixture
-def dag_module(airflow_db: None, endpoint: LocalEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with installed_dags("rightsizing_dags", DAG_FILE, endpoint, monkeypatch) as module:
-        yield module
+endpoint, dag_module = dag_fixtures("rightsizing_dags", DAG_FILE)
 
 
 def settled(runs: list[dict[str, Any]]) -> bool:

@@ -12,23 +12,32 @@ hyperparameters of the script, so they are the same on every machine; only the m
   day's decision rests on its own run only: the evidence was reset, and the decision says why.
 * ``slowed``: 1 data host starving the trainer; with 2 data hosts the data comes from a store 4 x slower, so the
   run after the task grows the group to 2 takes twice as long: the next decision undoes the change.
+* ``smaller`` (a move between types, objective cost): 1 data host of ml.c5.2xlarge (types: it and
+  ml.c5.xlarge, its fallback) feeding a trainer that sets the pace. The endpoint reports a host's CPU seconds
+  over wall seconds (a share of one core, whatever its instance type); the summary divides that by the type's
+  vCPUs from the package's table, the same table the decision scales by. So the data host, busy 0.25 x 0.1 /
+  0.15 = 17 % of one core, shows about 2 % of 8 vCPUs: under-used at min_count in two runs, it moves to
+  ml.c5.xlarge, where the endpoint runs the next jobs (DescribeTrainingJob) and the same work shows about 4 %
+  of 4 vCPUs. The run on the new type is not slower (the endpoint's hosts do not get slower with fewer vCPUs,
+  as the decision assumes), so the move is not undone (the policy's tolerance is 0.5 here: a run of 5 s on a
+  loaded machine may take a second more); with no smaller type listed, the type then stays.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from statistics import mean
 from typing import Any
 
 import pytest
-from support.rightsizing_dag import dag_text, installed_dags, offline_endpoint, run_days, trace
+from support.rightsizing_dag import dag_fixtures, dag_text, run_days, trace
 
 from airflow_hetero.local import LocalEndpoint
 
 pytestmark = pytest.mark.slow
 
 DAY = "{{ ds }}"
+BIG, SMALL = "ml.c5.2xlarge", "ml.c5.xlarge"  # 8 and 4 vCPUs; 0.1 and 0.05 USD/h at the endpoint's stand-in prices
 DAG_FILE = dag_text(
     {
         "noisy": {"data_count": 2, "prep": 0.2, "train": 0.07, "hyperparameters": {"jitter": 0.5, "day": DAY}},
@@ -46,20 +55,21 @@ DAG_FILE = dag_text(
             "batches": 20,
             "hyperparameters": {"slow_hosts": 2, "slow_factor": 4},
         },
+        "smaller": {
+            "data_count": 1,
+            "data_type": BIG,
+            "types": [BIG, SMALL],
+            "prep": 0.1,
+            "train": 0.15,
+            "batches": 30,
+            "tolerance": 0.5,  # an undo (tested above) only for a run 1.5 x longer: the load of a make test
+            "capacity_overrides": {"ml.g5.xlarge": {"cpus": 1, "gpus": 1}},  # the data types: the package's table
+        },
     }
 )
 
 
-@pytest.fixture(scope="module")
-def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
-    with offline_endpoint(tmp_path_factory.mktemp("endpoint")) as ep:
-        yield ep
-
-
-@pytest.fixture
-def dag_module(airflow_db: None, endpoint: LocalEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with installed_dags("rightsizing_noise_dags", DAG_FILE, endpoint, monkeypatch) as module:
-        yield module
+endpoint, dag_module = dag_fixtures("rightsizing_noise_dags", DAG_FILE)
 
 
 def test_noisy_utilisation_around_a_threshold_does_not_oscillate(dag_module: Any, endpoint: LocalEndpoint) -> None:
@@ -122,3 +132,42 @@ def test_a_change_whose_next_run_got_slower_is_undone(dag_module: Any, endpoint:
     ), shown
     # the undone count stays blocked in what the next run reads
     assert runs[3]["next"]["blocked"] == {"data_group": [2]}, shown
+
+
+def test_an_under_used_data_group_at_min_count_moves_to_a_smaller_type_and_stays(
+    dag_module: Any, endpoint: LocalEndpoint
+) -> None:
+    runs = run_days(dag_module.rightsizing_smaller, 4, endpoint)
+    shown = "\n".join(f"{r['type']}: {line}" for r, line in zip(runs, trace(runs).splitlines(), strict=True))
+    print(shown)
+    # the jobs the endpoint ran (DescribeTrainingJob): two days as written, then the smaller type, asked for
+    assert [(r["ran"], r["type"]) for r in runs] == [(1, BIG)] * 2 + [(1, SMALL)] * 2, shown
+    assert [r["record"]["fallback"] for r in runs] == [False] * 4, shown
+    moved = runs[2]["decision"]
+    group = moved["groups"][0]
+    assert (group["action"], group["type"], group["next_type"], group["count"]) == ("changed", BIG, SMALL, 1), shown
+    assert moved["types"] == {"data_group": SMALL} and moved["counts"] == {"data_group": 1}, shown
+    assert runs[2]["result"]["actions"] == {"data_group": "changed"}, shown
+    figures = group["figures"]
+    assert (figures["vcpus"], figures["vcpus_after"]) == (8, 4), shown
+    assert figures["cost_per_run_after"] < figures["cost_per_run"], shown
+    # the evidence: the data group under-used on 8 vCPUs in both runs, its CPUs its resource, not the bottleneck
+    for run in runs[:2]:
+        seen = run["record"]["groups"]["data_group"]
+        assert seen["type"] == BIG and seen["resource"] == "cpu", shown
+        assert seen["busy_percent"] < run["record"]["verdict"]["over_provisioned_percent"], shown
+        assert run["record"]["verdict"]["bottleneck"] != "data_group", shown
+    # the endpoint reports a host's CPU seconds whatever its type; the summary divides them by the type's vCPUs:
+    # the same work shows about twice the share of 4 vCPUs that it showed of 8, as the decision assumed
+    before = mean(r["record"]["groups"]["data_group"]["busy_percent"] for r in runs[:2])
+    after = mean(r["record"]["groups"]["data_group"]["busy_percent"] for r in runs[2:])
+    assert 1.3 * before < after < 3 * before, shown
+    assert after <= group["figures"]["target_percent"], shown
+    # then it holds: a run on the new type is new evidence, not undone; two of them find no smaller listed type
+    assert runs[3]["decision"]["groups"][0]["action"] == "kept", shown
+    assert runs[3]["decision"]["groups"][0]["reason"] == "1 of 2 runs at this cluster so far", shown
+    upcoming = runs[3]["next"]
+    assert upcoming["types"] == {"data_group": SMALL} and upcoming["counts"] == {"data_group": 1}, shown
+    kept = upcoming["groups"][0]
+    assert (kept["action"], kept["type"], kept["next_type"]) == ("kept", SMALL, SMALL), shown
+    assert "no smaller type: no cheaper type in types with fewer vCPUs" in kept["reason"], shown

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pendulum
+import pytest
 
 from airflow_hetero.local import LocalEndpoint
 from support.dag_files import dag_file
@@ -90,7 +91,7 @@ _DAG_FILE = textwrap.dedent(
             "output_path": "s3://@BUCKET@/models",
             "base_job_name": "rightsize",
             "instance_groups": [
-                {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge",
+                {"instance_group_name": "data_group", "instance_type": spec.get("data_type", "ml.c5.xlarge"),
                  "instance_count": spec["data_count"]},
                 {"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1},
             ],
@@ -114,17 +115,19 @@ _DAG_FILE = textwrap.dedent(
                 task_id="train",
                 job=job(spec),
                 check_interval=0.5,
+                fallback_instance_types={"data_group": spec["types"][1:]} if "types" in spec else None,
                 rightsizing={
-                    "groups": {"data_group": {"min_count": 1, "max_count": 8}},
+                    "groups": {"data_group": {"min_count": 1, "max_count": 8, "types": spec.get("types")}},
                     "mode": "apply",
-                    "tolerance": 0.25,  # runs of a few seconds on a shared machine differ by a second
+                    # runs of a few seconds on a shared machine differ by a second
+                    "tolerance": spec.get("tolerance", 0.25),
                 },
             ) >> HeteroLogSummaryOperator(
                 task_id="summarize",
                 training_task_id="train",
                 trigger_rule="all_done",
                 verdict_thresholds=THRESHOLDS,
-                capacity_overrides=ONE_CORE,
+                capacity_overrides=spec.get("capacity_overrides", ONE_CORE),
             )
         globals()[dag.dag_id] = dag
     '''
@@ -133,7 +136,9 @@ _DAG_FILE = textwrap.dedent(
 
 def dag_text(specs: Mapping[str, Mapping[str, Any]]) -> str:
     """A DAG file with one DAG ``rightsizing_<name>`` per spec: ``data_count`` data hosts as written,
-    ``prep`` and ``train`` seconds per batch, optional ``batches`` (40) and extra ``hyperparameters``."""
+    ``prep`` and ``train`` seconds per batch, optional ``batches`` (40) and extra ``hyperparameters``; optional
+    ``data_type`` (ml.c5.xlarge), ``types`` the data group may move between (its type first, the others its
+    fallbacks), the policy's ``tolerance`` (0.25) and the summary's ``capacity_overrides`` (ONE_CORE)."""
     return _DAG_FILE.replace("@SPECS@", repr(dict(specs))).replace("@BUCKET@", BUCKET)
 
 
@@ -159,6 +164,24 @@ def installed_dags(name: str, text: str, endpoint: LocalEndpoint, monkeypatch: A
         yield module
 
 
+def dag_fixtures(name: str, text: str) -> tuple[Any, Any]:
+    """The fixtures a right-sizing e2e module binds as ``endpoint, dag_module = dag_fixtures(...)``: the offline
+    endpoint, one per module; the DAG file ``text`` installed as module ``name`` (:func:`installed_dags`), per test
+    on the Airflow DB of ``airflow_db``."""
+
+    @pytest.fixture(scope="module", name="endpoint")
+    def endpoint_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
+        with offline_endpoint(tmp_path_factory.mktemp("endpoint")) as ep:
+            yield ep
+
+    @pytest.fixture(name="dag_module")
+    def dag_module_fixture(airflow_db: None, endpoint: LocalEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+        with installed_dags(name, text, endpoint, monkeypatch) as module:
+            yield module
+
+    return endpoint_fixture, dag_module_fixture
+
+
 def run_days(
     dag: Any,
     most: int,
@@ -169,8 +192,9 @@ def run_days(
 ) -> list[dict[str, Any]]:
     """Run ``dag`` once per logical date, one day apart, ``most`` times or until ``until(runs)`` holds. The
     training task succeeds, except on the days (0-based) in ``failing``, where it fails; the summary always
-    succeeds. Per run: the data group's count the job really ran, the training task's decision and return
-    value (None when it failed), the summary's record, next decision and the summary itself."""
+    succeeds. Per run: the data group's count and instance type the job really ran (DescribeTrainingJob), the
+    training task's decision and return value (None when it failed), the summary's record, next decision and
+    the summary itself."""
     from airflow_hetero._compat import AIRFLOW_V_3
 
     sagemaker = endpoint.client("sagemaker")
@@ -185,10 +209,11 @@ def run_days(
         result = train.xcom_pull(task_ids="train")
         name = train.xcom_pull(task_ids="train", key="training_job_name")
         described = sagemaker.describe_training_job(TrainingJobName=name)
-        ran = {g["InstanceGroupName"]: g["InstanceCount"] for g in described["ResourceConfig"]["InstanceGroups"]}
+        ran = {g["InstanceGroupName"]: g for g in described["ResourceConfig"]["InstanceGroups"]}
         runs.append(
             {
-                "ran": ran["data_group"],
+                "ran": ran["data_group"]["InstanceCount"],
+                "type": ran["data_group"]["InstanceType"],
                 "decision": train.xcom_pull(task_ids="train", key="rightsizing"),
                 "result": result["rightsizing"] if result else None,
                 "record": train.xcom_pull(task_ids="summarize", key="rightsizing_record"),
