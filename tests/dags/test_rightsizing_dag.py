@@ -93,6 +93,8 @@ def test_a_starved_data_group_grows_to_balance_and_stops(dag_module: Any, endpoi
         "counts": {"data_group": 2},
         "recommended": {"data_group": 2},
         "actions": {"data_group": "changed"},
+        "types": {"data_group": "ml.c5.xlarge"},  # no types listed: the type as written
+        "recommended_types": {"data_group": "ml.c5.xlarge"},
     }
     assert grown["decision"]["evidence"] >= 2 and grown["decision"]["fingerprint"] == runs[0]["record"]["fingerprint"]
     final = runs[-1]["next"]  # what the next run would do: stay
