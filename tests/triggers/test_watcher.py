@@ -248,23 +248,11 @@ async def test_a_list_cut_short_describes_the_jobs_it_did_not_reach(
     assert events["job-0"] == events["job-249"] == "Completed"
 
 
-async def test_a_job_unchanged_for_long_is_described_again(
-    service: FakeSageMaker, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("airflow_hetero.triggers.watcher.REFRESH_INTERVALS", REFRESH_INTERVALS)
-    service.add("quiet")
-    waiting = asyncio.ensure_future(wait_all(triggers(["quiet"], poll_interval=0.01)))
-    # described again and again though nothing changed: the list's eventual consistency is not
-    # trusted forever (progress, not a fixed sleep: a loaded machine runs fewer intervals a second)
-    await until(lambda: service.calls["DescribeTrainingJob"] >= 3)
-    service.move("quiet", "Completed", "Completed")
-    await waiting
-
-
 async def test_an_unchanged_job_is_described_again_at_the_refresh_intervals_th_poll(
     service: FakeSageMaker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # each answer comes a little after its poll started: counted from the answer with no leeway, the refresh
+    # described again and again though nothing changed: the list's eventual consistency is not trusted forever.
+    # Each answer comes a little after its poll started: counted from the answer with no leeway, the refresh
     # came one poll late (every 11th poll for 10). A loaded machine starts polls late (each an interval after
     # the previous one's start), so refresh_after's time may pass a poll sooner: 9 or 10, never 11
     monkeypatch.setattr("airflow_hetero.triggers.watcher.REFRESH_INTERVALS", REFRESH_INTERVALS)
