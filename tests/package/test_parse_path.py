@@ -117,6 +117,11 @@ def test_a_reparse_loads_only_the_parse_path_and_builds_no_class(tmp_path: Path)
     assert "airflow_hetero.definition.job" in spied["loaded"]  # the first parse did validate
     assert "dataclass airflow_hetero.pricing.price_list.Price" in spied["built"]
     again = _parse(tmp_path)
+    if "airflow_hetero.definition.job" in again["loaded"]:
+        # validated again: the package's folders changed between the parses (the other suite's parse benchmark
+        # compiles the package, creating __pycache__ folders in a fresh clone), which the cache rightly takes as
+        # a change; parse once more. A cache that never hits still fails below.
+        again = _parse(tmp_path)
     ours = {m for m in again["loaded"] if m.split(".")[0] == "airflow_hetero"}
     assert ours <= PARSE_PATH, (
         f"a DAG parse now imports {sorted(ours - PARSE_PATH)}: import it where it runs, not at parse "
