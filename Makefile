@@ -8,6 +8,12 @@ PYTHON ?= python3
 JOBS    ?= 4
 WORKERS ?= 3
 TIMED   := .ci/timed
+# Limits of the stages that can hang (seconds; .ci/timed --limit): past its limit a stage prints the stacks of
+# its Python processes and fails. Together (venvs, then the suites beside each other, then the system test)
+# they end a hung `make test` at 77 minutes, inside CI's 90; the slowest runs seen took about half of each.
+VENVS_LIMIT  ?= 900
+SUITE_LIMIT  ?= 3000
+SYSTEM_LIMIT ?= 720
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
@@ -90,7 +96,7 @@ system-wheel: $(SYS_STAMP) $(WHEEL_STAMP)
 # A production-shaped Airflow (PostgreSQL, Redis, CeleryExecutor, every component its own process)
 # against the offline endpoint; needs postgres/initdb, redis-server and chromium (.ci/run installs them).
 system: system-wheel
-	HETERO_SYSTEM_TEST=1 $(TIMED) system $(SYS_BIN)/pytest -q -p no:cacheprovider tests/system
+	HETERO_SYSTEM_TEST=1 $(TIMED) --limit $(SYSTEM_LIMIT) system $(SYS_BIN)/pytest -q -p no:cacheprovider tests/system
 
 lint: $(STAMP)
 	$(TIMED) ruff $(BIN)/ruff check .
@@ -103,15 +109,15 @@ docs: $(STAMP)
 	$(TIMED) docs $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 pytest: $(STAMP) $(SDK_STAMP) $(SDK3_STAMP) $(WHEEL_STAMP)
-	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) pytest $(BIN)/pytest $(PYTEST_ARGS)
+	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) --limit $(SUITE_LIMIT) pytest $(BIN)/pytest $(PYTEST_ARGS)
 
 pytest-af2: $(AF2_STAMP) $(WHEEL_STAMP)
-	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) pytest-af2 $(AF2_BIN)/pytest $(PYTEST_ARGS)
+	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) --limit $(SUITE_LIMIT) pytest-af2 $(AF2_BIN)/pytest $(PYTEST_ARGS)
 
 # A new user's install, resolved (not installed) next to Airflow 2.11 and the latest Airflow 3 by the
 # oldest pip the README names, in a fresh venv that ignores this machine's pip settings (PyPI only).
 pip-check: $(WHEEL_STAMP)
-	$(TIMED) pip-check .ci/pip-check $(PYTHON) $(WHEEL_FILE)
+	$(TIMED) --limit $(SUITE_LIMIT) pip-check .ci/pip-check $(PYTHON) $(WHEEL_FILE)
 
 venvs: $(STAMP) $(AF2_STAMP) $(SDK_STAMP) $(SDK3_STAMP) $(SYS_STAMP)
 
@@ -120,7 +126,7 @@ venvs: $(STAMP) $(AF2_STAMP) $(SDK_STAMP) $(SDK3_STAMP) $(SYS_STAMP)
 stages: pytest pytest-af2 pip-check lint typecheck docs system-wheel
 
 test:
-	$(TIMED) venvs $(MAKE) --no-print-directory -j$(JOBS) venvs
+	$(TIMED) --limit $(VENVS_LIMIT) venvs $(MAKE) --no-print-directory -j$(JOBS) venvs
 	$(TIMED) stages $(MAKE) --no-print-directory -j$(JOBS) --output-sync=target stages
 	$(TIMED) system-stage $(MAKE) --no-print-directory system
 

@@ -49,6 +49,8 @@ _TASK_START = re.compile(r"\[DAG TEST\] starting task_id=(\S+)")
 _RUN_END = ("DagRun Finished", "Marking run <DagRun")
 #: How many lines of a failed task's log are copied to the terminal: its first, then its last.
 FAILED_TASK_HEAD, FAILED_TASK_TAIL = 10, 50
+#: Seconds ``airflow db migrate`` may take (a minute or two on a loaded laptop) before the demo kills it and stops.
+MIGRATE_TIMEOUT = 600.0
 
 
 def register(sub: Any) -> None:
@@ -288,21 +290,40 @@ def run_demo(args: argparse.Namespace, term: Terminal, dags_folder: Path, workdi
         return 0
 
 
-def migrate_db(term: Terminal) -> bool:
-    """``airflow db migrate`` in a subprocess; its output joins Airflow's log, its failure the terminal."""
-    migrate = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-    )
+def migrate_db(term: Terminal, timeout: float = MIGRATE_TIMEOUT) -> bool:
+    """``airflow db migrate`` in a subprocess; its output joins Airflow's log, its failure the terminal.
+
+    Bounded: killed after ``timeout`` seconds, which the terminal is told (with its last output) as a failure.
+    """
+    try:
+        migrate = subprocess.run(
+            [sys.executable, "-m", "airflow", "db", "migrate"],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=os.environ.copy(),
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out, err = _text(exc.stdout), _text(exc.stderr)
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+        term.error("\n".join((out[-2000:], err[-4000:])))
+        term.error(f"demo: `airflow db migrate` did not end within {timeout:.0f} s and was killed")
+        return False
     sys.stdout.write(migrate.stdout)
     sys.stderr.write(migrate.stderr)
     if migrate.returncode != 0:
         term.error("\n".join((migrate.stdout[-2000:], migrate.stderr[-4000:])))
         term.error(f"demo: `airflow db migrate` failed; Airflow home: {os.environ['AIRFLOW_HOME']}")
     return migrate.returncode == 0
+
+
+def _text(output: str | bytes | None) -> str:
+    """What a timed-out child had written (``TimeoutExpired`` may carry bytes even in text mode)."""
+    if isinstance(output, bytes):
+        return output.decode("utf-8", "replace")
+    return output or ""
 
 
 def print_summary(term: Terminal, dag_run: Any) -> None:

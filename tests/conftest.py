@@ -6,7 +6,9 @@ or the user's own Airflow installation.
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +36,12 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 # parse-time validation cache (airflow_hetero.definition.validated): never the user's ~/.cache
 os.environ["AIRFLOW_HETERO_CACHE_DIR"] = str(_HOME / "validated-cache")
+
+# A stage of `make test` past its limit (.ci/timed --limit) prints every thread's stack of each pytest
+# process: with py-spy, or by SIGUSR1 to the pids written here (every xdist worker loads this file).
+faulthandler.register(signal.SIGUSR1, all_threads=True)
+if os.environ.get("HETERO_STACKS_PIDS"):
+    Path(os.environ["HETERO_STACKS_PIDS"], str(os.getpid())).touch()
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,12 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_transient
 from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings
-from airflow_hetero.triggers.training import HAS_TRIGGER_ON_KILL, HeteroTrainingTrigger
+from airflow_hetero.triggers.training import (
+    CLEANUP_TIMED_OUT,
+    CLEANUP_TIMEOUT,
+    HAS_TRIGGER_ON_KILL,
+    HeteroTrainingTrigger,
+)
 
 SERVICE_JOB_CLASS_PATH = "airflow_hetero.triggers.queue.HeteroServiceJobTrigger"
 QUEUED_TRAINING_CLASS_PATH = "airflow_hetero.triggers.queue.HeteroQueuedTrainingTrigger"
@@ -168,12 +173,18 @@ class HeteroServiceJobTrigger(_BatchSettings, BaseTrigger):
         if HAS_TRIGGER_ON_KILL or not self.stop_on_kill or self.fired:
             return
         try:
-            left = await asyncio.to_thread(HeteroTrainingTrigger.task_left_deferral, self)  # type: ignore[arg-type]
-        except Exception as exc:
-            self.log.warning("Could not read the state of the task of %s: %s", self.job_name, exc)
-            return
-        if left:
-            await self.on_kill()
+            async with asyncio.timeout(CLEANUP_TIMEOUT) as bound:
+                try:
+                    left = await asyncio.to_thread(HeteroTrainingTrigger.task_left_deferral, self)  # type: ignore[arg-type]
+                except Exception as exc:
+                    self.log.warning("Could not read the state of the task of %s: %s", self.job_name, exc)
+                    return
+                if left:
+                    await self.on_kill()
+        except TimeoutError:
+            if not bound.expired():  # a timeout of the stop request's own: an error like any other
+                raise
+            self.log.warning(CLEANUP_TIMED_OUT, "service job", self.job_name, CLEANUP_TIMEOUT)
 
 
 class HeteroQueuedTrainingTrigger(_BatchSettings, HeteroTrainingTrigger):

@@ -42,6 +42,10 @@ CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
 FIRST_CHECK_WAIT = 30.0
 #: Airflow 3.3+ calls ``BaseTrigger.on_kill`` on user actions; older releases do not have it.
 HAS_TRIGGER_ON_KILL = hasattr(BaseTrigger, "on_kill")
+#: Seconds :meth:`HeteroTrainingTrigger.cleanup` (Airflow 2.11, which bounds no clean-up) may take to read
+#: the task's state and ask for the stop; Airflow 3.3+ bounds ``on_kill`` itself ([triggerer] on_kill_timeout, 30).
+CLEANUP_TIMEOUT = 30.0
+CLEANUP_TIMED_OUT = "Clean-up of %s %s did not end within %.1f s (task state or stop unanswered): it may still run"
 
 
 def _epoch(value: Any) -> float | None:
@@ -244,18 +248,25 @@ class HeteroTrainingTrigger(AwsSettings, BaseTrigger):
 
         Runs on every exit of the trigger. It stops the job only when this trigger owns it, did not
         fire, and the task instance is no longer deferred (marked failed/success, cleared, timed
-        out); on a triggerer restart the task is still deferred and the job keeps running.
+        out); on a triggerer restart the task is still deferred and the job keeps running. Bounded:
+        ``CLEANUP_TIMEOUT`` seconds in all (the triggerer's shutdown waits for it), then a warning.
         """
         if HAS_TRIGGER_ON_KILL or not self.stop_on_kill or self.fired:
             return
         try:
-            left = await asyncio.to_thread(self.task_left_deferral)
-        except Exception as exc:
-            self.log.warning("Could not read the state of the task of %s: %s", self.job_name, exc)
-            return
-        if left:
-            self.log.info("The task of training job %s is no longer deferred: stopping the job", self.job_name)
-            await self.on_kill()
+            async with asyncio.timeout(CLEANUP_TIMEOUT) as bound:
+                try:
+                    left = await asyncio.to_thread(self.task_left_deferral)
+                except Exception as exc:
+                    self.log.warning("Could not read the state of the task of %s: %s", self.job_name, exc)
+                    return
+                if left:
+                    self.log.info("The task of training job %s is no longer deferred: stopping the job", self.job_name)
+                    await self.on_kill()
+        except TimeoutError:
+            if not bound.expired():  # a timeout of the stop request's own: an error like any other
+                raise
+            self.log.warning(CLEANUP_TIMED_OUT, "training job", self.job_name, CLEANUP_TIMEOUT)
 
     def task_left_deferral(self) -> bool:
         """True when this trigger's task instance is no longer deferred (Airflow 2.11's metadata DB)."""

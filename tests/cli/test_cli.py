@@ -17,6 +17,8 @@ from airflow_hetero.sagemaker_facts import MAX_WAIT_ONLY_WITH_SPOT
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "airflow_hetero" / "example_dags" / "hetero_retraining" / "job.yaml"
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
+#: How long the console script may take to run (a fresh interpreter, on a loaded 2-core machine).
+CLI_TIMEOUT = 120
 
 
 @pytest.fixture(autouse=True)
@@ -162,7 +164,11 @@ def test_instance_types_lists_botocore_enum(capsys: pytest.CaptureFixture[str]) 
 def test_console_script_exits_2_without_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, "job.yaml", "role: x/y\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "airflow_hetero.cli", "validate", str(path)], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "airflow_hetero.cli", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=CLI_TIMEOUT,
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr

@@ -21,6 +21,8 @@ pytestmark = pytest.mark.fixed_ports
 SHORT = 50
 #: Lines of Airflow's own log, which the default output leaves in WORKDIR/airflow.log.
 AIRFLOW_CHATTER = ("[DAG TEST]", "Task instance state updated", "Filling up the DagBag")
+#: How long a fresh interpreter of the scratch venv may take to say where the DAGs are.
+PYTHON_TIMEOUT = 120
 
 
 def run_demo(
@@ -57,6 +59,7 @@ def test_the_installed_demo_runs_the_example_dags_and_prints_steps_summary_and_v
         capture_output=True,
         text=True,
         check=True,
+        timeout=PYTHON_TIMEOUT,
     ).stdout.strip()
     assert where.startswith(str(tmp_path / "venv")) and "site-packages" in where, where
     workdir = tmp_path / "demo"

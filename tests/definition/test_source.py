@@ -26,6 +26,8 @@ from airflow_hetero.definition.source import (
 )
 
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
+#: How long the extracted source may take to run in a fresh interpreter (on a loaded 2-core machine).
+RUN_TIMEOUT = 120
 
 
 @pytest.fixture
@@ -85,6 +87,7 @@ def test_shipped_runtime_runs_from_the_tarball_alone(code: Path, tmp_path: Path)
         done = subprocess.run(
             [sys.executable, "-S", *args],
             check=False,
+            timeout=RUN_TIMEOUT,
             cwd=tmp_path / "extracted",
             env=env,
             capture_output=True,

@@ -20,6 +20,8 @@ from airflow_hetero.definition.job import (
 )
 
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
+#: How long a fresh interpreter may take to import what the test checks (Airflow, on a loaded 2-core machine).
+IMPORT_TIMEOUT = 120
 
 
 def test_python_objects_like_the_sdk() -> None:
@@ -64,7 +66,9 @@ def test_dag_level_imports_load_no_boto3_botocore_or_provider_operators() -> Non
         "heavy = ('boto3', 'botocore', 'aiobotocore', 'airflow.providers.amazon', 'moto', 'werkzeug');"
         "print(sorted(m for m in added if m.startswith(heavy)))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=IMPORT_TIMEOUT
+    ).stdout
     assert out.strip().splitlines()[-1] == "[]"
 
 
@@ -154,7 +158,9 @@ def test_spec_import_loads_no_airflow_boto3_or_botocore() -> None:
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('airflow', 'boto3', 'botocore', 'aiobotocore'));"
         "print(bad)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=IMPORT_TIMEOUT
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -164,7 +170,9 @@ def test_building_a_definition_loads_no_botocore() -> None:
         f"load_job(yaml.safe_load(open({str(Path(__file__).parents[1] / 'rule_examples.yaml')!r}))['base']);"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('botocore', 'boto3', 'airflow')))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=IMPORT_TIMEOUT
+    ).stdout
     assert out.strip() == "[]"
 
 

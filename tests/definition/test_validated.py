@@ -25,6 +25,8 @@ GOOD: dict[str, Any] = {
     "inputs": {"train": {"s3_data": "s3://my-bucket/train", "instance_groups": ["dnn"]}},
 }
 BAD = {**GOOD, "instance_groups": [{"instance_group_name": "data", "instance_type": "ml.bogus", "instance_count": 1}]}
+#: How long a fresh interpreter may take to import what the test checks (Airflow, on a loaded 2-core machine).
+IMPORT_TIMEOUT = 120
 
 
 @pytest.fixture
@@ -49,7 +51,9 @@ def _validate_in_fresh_process(definition: dict[str, Any], cache: Path) -> dict[
         " 'botocore model': 'airflow_hetero.definition.service_model' in sys.modules}))\n"
     )
     env = {**os.environ, "AIRFLOW_HETERO_CACHE_DIR": str(cache)}
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=IMPORT_TIMEOUT, capture_output=True, text=True, env=env
+    )
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 

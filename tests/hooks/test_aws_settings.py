@@ -18,6 +18,8 @@ from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOpe
 from airflow_hetero.sensors import HeteroTrainingSensor
 from airflow_hetero.triggers import HeteroTrainingTrigger
 
+#: How long a fresh interpreter may take to import what the test checks (Airflow, on a loaded 2-core machine).
+IMPORT_TIMEOUT = 120
 #: The smallest definition that passes the parse-time check.
 JOB = {
     "role": "arn:aws:iam::123456789012:role/SageMakerRole",
@@ -68,6 +70,8 @@ def test_importing_the_settings_loads_neither_the_hook_nor_an_aws_sdk() -> None:
         "import json, sys; import airflow_hetero.hooks.aws_settings\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('airflow', 'boto', 'aiobotocore')))))"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=IMPORT_TIMEOUT, capture_output=True, text=True
+    ).stdout
     loaded = set(json.loads(out.strip().splitlines()[-1]))
     assert loaded == {"airflow_hetero", "airflow_hetero._lazy", "airflow_hetero.hooks", f"{AwsSettings.__module__}"}

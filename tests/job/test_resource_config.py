@@ -27,6 +27,8 @@ HETERO = {
     }
 }
 HOMOGENEOUS = {"ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 3, "VolumeSizeInGB": 30}}
+#: How long a fresh interpreter may take to import what the test checks (Airflow, on a loaded 2-core machine).
+IMPORT_TIMEOUT = 120
 
 
 def test_groups_of_a_heterogeneous_job_in_request_order() -> None:
@@ -68,7 +70,9 @@ def test_importing_it_loads_no_third_party_module() -> None:
         "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
         "print(sorted(new - {'airflow_hetero'}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=IMPORT_TIMEOUT, capture_output=True, text=True
+    ).stdout.strip()
     stdlib = set(sys.stdlib_module_names)
     assert all(name.lstrip("_") in stdlib or name in stdlib for name in eval(out)), out
 

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 from support.late_kills import late_kills
 from support.local_jobkit import BUCKET, pid_alive, put_source, request, unique, wait
-from support.serve_process import serve
+from support.serve_process import Served, serve
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.local.cli import register
@@ -25,16 +24,18 @@ from airflow_hetero.local.training.clients import make_client
 pytestmark = pytest.mark.slow
 
 SLEEPER = "import time\ntime.sleep(60)\n"
+#: How long a stopping (or killed) ``local serve`` may take to exit, and then to close its output.
+EXIT_TIMEOUT = 30
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, list[str], Path]]:
+def served(tmp_path: Path) -> Iterator[tuple[Served, Path]]:
     workdir = tmp_path / "work"
-    proc, url, lines = serve(workdir, "--port", "0")
-    yield proc, url, lines, workdir
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
+    endpoint = serve(workdir, "--port", "0")
+    yield endpoint, workdir
+    if endpoint.proc.poll() is None:
+        endpoint.proc.kill()
+    endpoint.proc.wait(timeout=EXIT_TIMEOUT)
 
 
 def _wait_hosts(workdir: Path, job: str, count: int) -> list[dict[str, Any]]:
@@ -59,8 +60,8 @@ def _wait_entry_points(facts: list[dict[str, Any]]) -> None:
         time.sleep(0.05)
 
 
-def test_serve_prints_the_connection_and_stops_on_ctrl_c(served: tuple[Any, str, list[str], Path]) -> None:
-    proc, url, lines, workdir = served
+def test_serve_prints_the_connection_and_stops_on_ctrl_c(served: tuple[Served, Path]) -> None:
+    (proc, url, lines, output), workdir = served
     text = "\n".join(lines)
     assert f"workdir: {workdir}" in text
     conn = re.search(r"export AIRFLOW_CONN_AWS_DEFAULT='(.+)'", text)
@@ -70,7 +71,7 @@ def test_serve_prints_the_connection_and_stops_on_ctrl_c(served: tuple[Any, str,
     assert make_client("sts", url).get_caller_identity()["Account"] == "123456789012"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 0
-    assert proc.stdout.read().splitlines() == ["stopping...", "stopped."]
+    assert output.read_to_end(EXIT_TIMEOUT) == ["stopping...", "stopped."]
 
 
 def test_register_adds_local_serve() -> None:
@@ -86,9 +87,9 @@ def test_register_adds_local_serve() -> None:
 
 @pytest.mark.parametrize("kill_delay", [0.0, 0.5], ids=["prompt-kills", "late-kills"])
 def test_crashed_endpoint_leaves_no_job_in_progress(
-    served: tuple[Any, str, list[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_delay: float
+    served: tuple[Served, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_delay: float
 ) -> None:
-    proc, url, _, workdir = served
+    (proc, url, _, _), workdir = served
     s3, sm = make_client("s3", url), make_client("sagemaker", url)
     s3.create_bucket(Bucket=BUCKET)
     job = unique("crash")
@@ -100,7 +101,7 @@ def test_crashed_endpoint_leaves_no_job_in_progress(
     for orphan in orphans:  # frozen (as in the middle of a stop): they cannot notice their endpoint's death
         os.kill(orphan["pid"], signal.SIGSTOP)
     proc.kill()  # the endpoint dies without a chance to clean up
-    proc.wait()
+    proc.wait(timeout=EXIT_TIMEOUT)
     deadline = time.monotonic() + 10
     while pid_alive(gone["pid"]) and time.monotonic() < deadline:  # the one left awake ends by itself
         time.sleep(0.05)

@@ -124,7 +124,7 @@ def test_a_served_endpoint_shows_its_capacity_and_another_process_changes_it(tmp
 
     from airflow_hetero.local.api.control import change_capacity
 
-    proc, url, banner = serve(tmp_path / "endpoint", "--capacity", "ml.p4d.24xlarge=0", "--quota", "ml.g5.xlarge=4")
+    proc, url, banner, _ = serve(tmp_path / "endpoint", "--capacity", "ml.p4d.24xlarge=0", "--quota", "ml.g5.xlarge=4")
     try:
         assert "capacity (other types unlimited): ml.p4d.24xlarge=0" in banner
         assert "quota (other types unlimited): ml.g5.xlarge=4" in banner

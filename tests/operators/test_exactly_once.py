@@ -44,6 +44,8 @@ JOB: dict[str, Any] = {
 }
 #: botocore timeouts short enough that a held answer (6 s) times out, long enough that a slow
 #: answer from moto on a busy CI machine does not (retries are the hook's business).
+#: How long moto's reset may take to answer (a local server, on a loaded machine).
+RESET_TIMEOUT = 30
 TIMEOUTS = {"read_timeout": 5, "connect_timeout": 5, "retries": {"total_max_attempts": 1}}
 
 
@@ -55,7 +57,9 @@ def server_url() -> Iterator[str]:
 
 @pytest.fixture
 def proxy(server_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultProxy]:
-    urllib.request.urlopen(urllib.request.Request(f"{server_url}/moto-api/reset", method="POST")).close()
+    urllib.request.urlopen(
+        urllib.request.Request(f"{server_url}/moto-api/reset", method="POST"), timeout=RESET_TIMEOUT
+    ).close()
     monkeypatch.setattr(HeteroTrainingHook, "default_retry_policy", FAST)
     with fault_proxy(server_url, hold_seconds=6.0) as p:
         name, value = aws_connection_env(CONN_ID, p.url)

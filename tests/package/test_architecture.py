@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+#: How long a fresh interpreter may take to import what the test checks (Airflow, on a loaded 2-core machine).
+IMPORT_TIMEOUT = 120
 
 
 def _public_imports(page: Path) -> list[str]:
@@ -24,7 +26,7 @@ def _public_imports(page: Path) -> list[str]:
 def test_public_import_paths_resolve(page: str) -> None:
     lines = _public_imports(ROOT / page)
     assert len(lines) >= 8
-    subprocess.run([sys.executable, "-c", "\n".join(lines)], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-c", "\n".join(lines)], check=True, timeout=IMPORT_TIMEOUT, cwd=ROOT)
 
 
 def test_importing_a_folder_loads_none_of_its_modules() -> None:
@@ -34,7 +36,9 @@ def test_importing_a_folder_loads_none_of_its_modules() -> None:
         " airflow_hetero.local\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('airflow', 'pydantic', 'boto')))))"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=IMPORT_TIMEOUT, capture_output=True, text=True
+    ).stdout
     loaded = json.loads(out)
     packages = {
         "airflow_hetero." + p
@@ -84,7 +88,9 @@ def test_a_dag_file_with_the_log_summary_operator_loads_no_summary_code() -> Non
         "import json, sys; from airflow_hetero.operators import HeteroLogSummaryOperator\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('airflow_hetero'))))"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=IMPORT_TIMEOUT, capture_output=True, text=True
+    ).stdout
     loaded = set(json.loads(out.strip().splitlines()[-1]))  # Airflow may log to stdout first
     assert "airflow_hetero.operators.log_summary" in loaded
     assert not loaded & {f"airflow_hetero.logs.{m}" for m in ("shape", "summary", "summarize", "cloudwatch", "streams")}

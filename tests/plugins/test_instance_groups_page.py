@@ -15,6 +15,9 @@ import pytest
 from airflow_hetero._compat import AIRFLOW_V_3
 from airflow_hetero.plugins.page import CSP, chart, render_page
 
+#: How long a fresh interpreter may take to import what the test checks (Airflow, on a loaded 2-core machine).
+IMPORT_TIMEOUT = 120
+
 
 def summary(**verdict: Any) -> dict[str, Any]:
     series = {
@@ -139,7 +142,9 @@ def test_plugin_loads_no_web_framework_and_registers_its_view() -> None:
         "print('fastapi' in sys.modules, 'flask' in sys.modules);"
         "print(P.external_views[0]['destination'], P.fastapi_apps[0]['url_prefix'], P.flask_blueprints)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=IMPORT_TIMEOUT
+    ).stdout
     assert out.splitlines()[-2:] == ["False False", "task_instance /hetero []"]
     from airflow import plugins_manager
 
@@ -194,7 +199,9 @@ def test_the_summary_operator_still_imports_light() -> None:
         "import sys, airflow_hetero.operators.log_summary;"
         "print(sorted(m for m in sys.modules if m.startswith(('airflow_hetero', 'fastapi', 'flask'))))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=IMPORT_TIMEOUT
+    ).stdout
     loaded = out.splitlines()[-1]
     web = ("fastapi", "flask") if AIRFLOW_V_3 else ("fastapi",)  # Airflow 2's BaseOperator loads Flask itself
     # the hook's module (the Amazon provider, boto3); hooks.aws_settings only declares the AWS arguments

@@ -41,6 +41,8 @@ MESSAGE = (
 )
 #: Test prices per instance-hour (given as overrides, labelled "prices=" on the page; not AWS's).
 PRICES = {"ml.c5.18xlarge": 3.672, "ml.p4d.24xlarge": 37.688}
+#: How long ``airflow db migrate`` may take (a fresh SQLite DB, on a loaded 2-core machine).
+MIGRATE_TIMEOUT = 300
 DAG_FILE = textwrap.dedent(
     f'''
     """The summary task whose XCom the view reads."""
@@ -74,7 +76,11 @@ class Run:
 def run() -> Iterator[Run]:
     """Migrate the test DB, run the summary DAG once under dag.test() against moto."""
     subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True, env=os.environ.copy()
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        check=True,
+        timeout=MIGRATE_TIMEOUT,
+        capture_output=True,
+        env=os.environ.copy(),
     )
     from airflow.configuration import conf
 

@@ -25,6 +25,8 @@ from airflow_hetero.runtime import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+#: How long a test's own socket may wait for its peer (loopback, on a loaded machine).
+ACCEPT_TIMEOUT = 30.0
 GROUPS = [
     {"instance_group_name": "data_group", "instance_type": "ml.c5.18xlarge", "hosts": ["algo-2", "algo-3"]},
     {"instance_group_name": "dnn_group", "instance_type": "ml.p4d.24xlarge", "hosts": ["algo-1"]},
@@ -292,14 +294,16 @@ def test_connect_waits_for_a_late_server(monkeypatch: pytest.MonkeyPatch) -> Non
     def late_server() -> None:
         started.wait(0.3)  # not listening yet when connect() starts
         with socket.create_server(("127.0.1.2", port)) as srv:
+            srv.settimeout(ACCEPT_TIMEOUT)  # a connect() that never comes fails the thread, not the run
             conn, _ = srv.accept()
             with conn:
                 conn.sendall(b"hi")
 
-    thread = threading.Thread(target=late_server)
+    thread = threading.Thread(target=late_server, daemon=True)
     thread.start()
     with runtime.connect("algo-2", port, timeout=10) as sock:
         assert sock.gettimeout() is None
+        sock.settimeout(ACCEPT_TIMEOUT)  # the test's own read: bounded
         assert sock.recv(2) == b"hi"
     thread.join(5)
 

@@ -6,6 +6,7 @@ through its ``conftest.py``).
 ``verdict_jobs`` (jobs with logs and metrics put to moto), ``task_logs`` (a task's log records),
 ``png`` (read a screenshot), ``local_jobkit`` (sources, requests and waits for the offline
 endpoint), ``serve_process`` (``local serve`` as a child process, the pids its hosts started),
+``child_output`` (a child's output followed, and its exit awaited, with a deadline),
 ``service_model`` (refuse a request as SageMaker would, by botocore's model), ``trigger_runs``
 (a module's ``trigger()`` and a trigger's ``first_event``), ``cpu_load`` (CPU burners on every
 core), ``late_kills`` (SIGKILLs that arrive late, as on a loaded machine), ``installed`` (the

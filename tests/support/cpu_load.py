@@ -14,6 +14,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+#: How long a killed burner may take to be reaped (SIGKILL: only a loaded machine delays it).
+KILLED_TIMEOUT = 30.0
+
 _BURN = """
 import os, sys, time
 parent, end = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
@@ -64,4 +67,4 @@ def cpu_burners(count: int | None = None, *, limit: float = 600.0) -> Iterator[l
         for proc in procs:
             proc.kill()
         for proc in procs:
-            proc.wait()
+            proc.wait(timeout=KILLED_TIMEOUT)

@@ -25,6 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: What the sdist/wheel build reads (pyproject's readme and license-files, the package).
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "airflow_hetero")
+#: How long a short child Python (a venv made, a path printed, the CLI run once) may take on a loaded machine.
+PYTHON_TIMEOUT = 120
+#: How long pip may take to build or install the wheel.
+PIP_TIMEOUT = 300
 
 
 def build_wheel(out: Path) -> Path:
@@ -41,7 +45,7 @@ def build_wheel(out: Path) -> Path:
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
-        timeout=300,
+        timeout=PIP_TIMEOUT,
     )
     (wheel,) = out.glob("airflow_hetero-*.whl")
     return wheel
@@ -64,20 +68,21 @@ def built_wheel() -> Path:
 
 def scratch_venv(where: Path, wheel: Path) -> Path:
     """A venv at ``where`` with ``wheel`` installed (no dependencies: the test venv's serve); its python."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=PYTHON_TIMEOUT)
     python = where / "bin" / "python"
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True,
         capture_output=True,
         text=True,
+        timeout=PYTHON_TIMEOUT,
     ).stdout.strip()
     Path(site, "test-venv-packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "-q", str(wheel)],
         check=True,
         capture_output=True,
-        timeout=300,
+        timeout=PIP_TIMEOUT,
     )
     return python
 
@@ -101,7 +106,9 @@ def run_without_modules(names: tuple[str, ...], *argv: str) -> subprocess.Comple
         sys.exit(main(sys.argv[1:]))
         """
     )
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=PYTHON_TIMEOUT, check=False
+    )
 
 
 if __name__ == "__main__":  # `make wheel`: python tests/support/installed.py OUT_DIR

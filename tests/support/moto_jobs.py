@@ -33,6 +33,8 @@ from support.service_model import service_refusal
 ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/SageMakerRole"
 #: Retry backoff for tests: three tries, a millisecond or two apart.
+#: How long moto's reset may take to answer (a local server, on a loaded machine).
+RESET_TIMEOUT = 30
 FAST = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.002)
 
 
@@ -100,7 +102,9 @@ def moto_server() -> Iterator[str]:
     server.start()
     host, port = server.get_host_and_port()
     url = f"http://{host}:{port}"
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST")).close()
+    urllib.request.urlopen(
+        urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=RESET_TIMEOUT
+    ).close()
     try:
         yield url
     finally:

@@ -32,6 +32,9 @@ from sagemaker.train.configs import Compute, InputData, OutputDataConfig, Source
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 BUCKET = "sdk3-tests"
+#: Seconds ``TrainingJob.wait`` waits for a job to end (its TimeoutExceededError fails the scenario); the
+#: test's subprocess.run has a deadline of its own around the whole script.
+JOB_TIMEOUT = 300
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5.1-cpu-py311"
 TRUST = {
     "Version": "2012-10-17",
@@ -141,7 +144,7 @@ def run_get_wait(session: Session, workdir: Path) -> dict[str, Any]:
     model_trainer.train(wait=False)
     name = model_trainer._latest_training_job.training_job_name
     job = TrainingJob.get(name)
-    job.wait(poll=1)
+    job.wait(poll=1, timeout=JOB_TIMEOUT)
     return {**summary(job), "model": sorted(model_files(job))}
 
 
@@ -165,7 +168,7 @@ def run_stopped(session: Session, workdir: Path) -> dict[str, Any]:
         assert time.monotonic() < deadline, summary(job)
         time.sleep(0.2)
     job.stop()
-    job.wait(poll=1)  # v3 returns normally on Stopped: only Failed raises
+    job.wait(poll=1, timeout=JOB_TIMEOUT)  # v3 returns normally on Stopped: only Failed raises
     return {**summary(job), "model": sorted(model_files(job))}
 
 

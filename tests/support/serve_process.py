@@ -1,5 +1,7 @@
 """``python -m airflow_hetero.local serve`` as a child process of a test: start it, read its banner.
 
+``serve`` returns the process with a ``ChildOutput`` that follows its output (stderr merged): read
+what it prints later through that, never from ``proc.stdout`` (one reader per pipe).
 ``workdir_processes`` lists what the hosts of a workdir's jobs started (pids recorded by the test
 scripts, and the hosts' shims from ``hosts.json``); ``alive`` filters the ones still running.
 """
@@ -10,16 +12,33 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import NamedTuple
 
+from support.child_output import ChildOutput
 from support.local_jobkit import pid_alive
 
+#: How long ``serve`` waits for the banner (a fresh interpreter importing the endpoint, on a loaded machine).
+BANNER_TIMEOUT = 60.0
+#: How long ``serve`` waits for the child it killed (the banner never came) to be gone.
+KILLED_TIMEOUT = 30.0
 
-def serve(workdir: Path, *args: str, timeout: float = 60.0) -> tuple[subprocess.Popen[str], str, list[str]]:
-    """Start ``local serve --workdir WORKDIR ARGS...``; return (process, url, banner lines).
 
-    The banner is read up to its last line (``Press Ctrl-C ...``); its stderr goes to its stdout.
+class Served(NamedTuple):
+    """A running ``local serve``: the process, its URL, its banner's lines, and the follower of its output."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    banner: list[str]
+    output: ChildOutput
+
+
+def serve(workdir: Path, *args: str, timeout: float = BANNER_TIMEOUT) -> Served:
+    """Start ``local serve --workdir WORKDIR ARGS...``; return it once its banner is printed.
+
+    The banner is read up to its last line (``Press Ctrl-C ...``); its stderr goes to its stdout. If it
+    does not come within ``timeout`` seconds (or the process ends first), the process is killed and
+    the AssertionError says what it printed.
     """
     proc = subprocess.Popen(
         [sys.executable, "-m", "airflow_hetero.local", "serve", "--workdir", str(workdir), *args],
@@ -27,18 +46,16 @@ def serve(workdir: Path, *args: str, timeout: float = 60.0) -> tuple[subprocess.
         stderr=subprocess.STDOUT,
         text=True,
     )
-    assert proc.stdout is not None
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout
-    while not lines or not lines[-1].startswith("Press Ctrl-C"):
-        line = proc.stdout.readline()
-        if (not line and proc.poll() is not None) or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"the endpoint did not start: {lines}")
-        lines.append(line.rstrip("\n"))
+    output = ChildOutput.of(proc, name=f"local serve (pid {proc.pid})")
+    try:
+        lines = output.read_until(lambda line: line.startswith("Press Ctrl-C"), timeout, "the endpoint started")
+    except AssertionError:
+        proc.kill()
+        proc.wait(timeout=KILLED_TIMEOUT)
+        raise
     url = next((m.group(1) for m in map(re.compile(r"listening on (http://\S+)").search, lines) if m), None)
     assert url, lines
-    return proc, url, lines
+    return Served(proc, url, lines, output)
 
 
 def recorded_pids(path: Path) -> list[int]:

@@ -35,6 +35,10 @@ STOP_ORDER = ("scheduler", "triggerer", "worker-1", "worker-2", "dag-processor",
 SERVICES = ("redis", "postgres")
 #: The states a DAG run ends in.
 DONE = ("success", "failed")
+#: How long a setup command may take on a loaded machine: initdb, a psql statement.
+COMMAND_TIMEOUT = 120
+#: How long ``airflow db migrate`` may take on a fresh Postgres database.
+MIGRATE_TIMEOUT = 600
 #: Scheduler and triggerer thresholds, shortened so a lost worker or triggerer is noticed in seconds.
 FAST = {
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "20",
@@ -176,6 +180,7 @@ def start_postgres(stack: Stack) -> str:
         check=True,
         capture_output=True,
         cwd=data,
+        timeout=COMMAND_TIMEOUT,
         **run_as,
     )
     port = free_port()
@@ -194,6 +199,7 @@ def start_postgres(stack: Stack) -> str:
         [*psql, "-c", "CREATE DATABASE airflow"],
         check=True,
         capture_output=True,
+        timeout=COMMAND_TIMEOUT,
     )
     return f"airflow@127.0.0.1:{port}/airflow"
 
@@ -276,6 +282,7 @@ def start_stack(root: Path, dags: Path) -> Stack:
             capture_output=True,
             text=True,
             check=False,
+            timeout=MIGRATE_TIMEOUT,
         )
         assert migrate.returncode == 0, migrate.stdout[-3000:] + migrate.stderr[-3000:]
         stack.airflow("api-server", "api-server", "--host", "127.0.0.1", "--port", str(api_port))

@@ -22,6 +22,9 @@ from pathlib import Path
 
 #: A name no resolver knows (RFC 2606's .test): only the proxy takes it somewhere.
 HOST = "sagemaker.hetero.test"
+#: Seconds a proxied connection may stay silent: reading the CONNECT header, connecting upstream, and
+#: between the bytes of the tunnel (a client that sends nothing cannot hold a proxy thread forever).
+IDLE_TIMEOUT = 30.0
 
 
 def write_self_signed(folder: Path) -> tuple[Path, Path]:
@@ -82,23 +85,24 @@ class _Tunnel(socketserver.StreamRequestHandler):
 
     server: _Proxy
     rbufsize = 0  # unbuffered: no byte of the handshake is read ahead with the header
+    timeout = IDLE_TIMEOUT  # set on the connection by setup(): every read of it below is bounded
 
     def handle(self) -> None:
-        line = self.rfile.readline().decode("latin-1")
-        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+        line = self.rfile.readline().decode("latin-1")  # deadline: the socket's timeout (IDLE_TIMEOUT)
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # deadline: the socket's timeout
             pass
         method, _, rest = line.partition(" ")
         if method != "CONNECT":
             self.wfile.write(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
             return
         self.server.tunnels.append(rest.split(" ")[0])
-        upstream = socket.create_connection(self.server.target)
+        upstream = socket.create_connection(self.server.target, timeout=IDLE_TIMEOUT)
         self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         self.wfile.flush()
         client = self.connection
         with upstream:
             while True:
-                ready, _, _ = select.select([client, upstream], [], [], 30)
+                ready, _, _ = select.select([client, upstream], [], [], IDLE_TIMEOUT)
                 if not ready:
                     return
                 for sock in ready:

@@ -14,6 +14,7 @@ shared by every endpoint in that process; job records live in ``workdir`` and su
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import tempfile
 import threading
@@ -31,6 +32,8 @@ from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KE
 from airflow_hetero.local.training.runner import RunOptions
 from airflow_hetero.local.training.spot import SpotOptions, interrupt_after
 from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
+
+log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
 #: Seconds :meth:`LocalEndpoint.stop` waits for the serving thread once the jobs have ended.
@@ -178,8 +181,9 @@ class LocalEndpoint:
     def stop(self) -> None:
         """End running jobs (Failed, hosts terminated), stop serving, remove a temporary workdir.
 
-        Bounded: the service's shutdown (``stop_grace`` plus its margin), then at most
-        ``SERVER_STOP_TIMEOUT`` seconds for the server thread; nothing here waits without a timeout.
+        Bounded: the queue thread's stop (``STOP_TIMEOUT`` of :mod:`..batch.backend`), the service's
+        shutdown (``stop_grace`` plus its margin), then at most ``SERVER_STOP_TIMEOUT`` seconds for the
+        server thread; nothing here waits without a timeout, and a bound that passes is logged.
         """
         if self._server is None:
             return
@@ -191,9 +195,15 @@ class LocalEndpoint:
             # shutdown() waits for serve_forever to notice (it polls every 0.5 s), with no timeout of
             # its own: ask from a helper thread and wait for the serving thread with one.
             threading.Thread(target=server.shutdown, name="local-endpoint-stop", daemon=True).start()
-            if self._thread is not None:
-                self._thread.join(SERVER_STOP_TIMEOUT)
-            server.server_close()
+            thread, self._thread = self._thread, None
+            if thread is not None:
+                thread.join(SERVER_STOP_TIMEOUT)
+                if thread.is_alive():
+                    log.warning(
+                        "the endpoint's serving thread did not end within %.1f s of the stop; closing its socket",
+                        SERVER_STOP_TIMEOUT,
+                    )
+            server.server_close()  # request threads are daemons: this joins none of them
         if self._workdir_arg is None and self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
 

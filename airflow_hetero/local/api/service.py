@@ -49,6 +49,8 @@ ACCOUNT_ID = "123456789012"
 MAX_SLOTS = 254
 #: Seconds a job gets beyond ``stop_grace`` to end by itself at shutdown before its hosts are killed.
 SHUTDOWN_MARGIN = 3.0
+#: Seconds shutdown waits for the service's lock (a create holding it while it records a job) before it goes on.
+SHUTDOWN_LOCK_TIMEOUT = 5.0
 SHUTDOWN_REASON = (
     "InternalServerError: The local endpoint shut down while the job was running; its hosts were terminated."
 )
@@ -387,13 +389,24 @@ class TrainingService:
     def shutdown(self) -> None:
         """End every running job Failed (hosts terminated) because the endpoint is going away.
 
-        Bounded: ``stop_grace + SHUTDOWN_MARGIN`` seconds for all the jobs to end by themselves; then
-        every process of a job still running is killed and the job recorded Failed. No create is
-        accepted once this has begun.
+        Bounded: at most ``SHUTDOWN_LOCK_TIMEOUT`` seconds for the service's lock, then ``stop_grace +
+        SHUTDOWN_MARGIN`` seconds for all the jobs to end by themselves; then every process of a job
+        still running is killed, the job recorded Failed and a warning logged. No create is accepted
+        once this has begun.
         """
-        with self._lock:
-            self._closing = True
+        self._closing = True  # set first: a create checks it under the lock, so none starts a job after this
+        locked = self._lock.acquire(timeout=SHUTDOWN_LOCK_TIMEOUT)
+        try:
             runners = list(self._runners.values())
+        finally:
+            if locked:
+                self._lock.release()
+        if not locked:
+            log.warning(
+                "shutdown: the training service's lock was still held after %.1f s; ending the %d job(s) known now",
+                SHUTDOWN_LOCK_TIMEOUT,
+                len(runners),
+            )
         for runner in runners:
             runner.abort(SHUTDOWN_REASON)
         deadline = time.monotonic() + self._options.stop_grace + SHUTDOWN_MARGIN

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import logging
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 
 #: The decay window of a fair-share policy whose shareDecaySeconds is 0 (Batch's "default minimum").
 DEFAULT_SHARE_DECAY_SECONDS = 600
+#: Seconds :meth:`BatchBackend.stop` waits for the scheduling thread (its lock, then its end) before it goes on.
+STOP_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -87,13 +90,29 @@ class BatchBackend:
             self._thread = threading.Thread(target=self._run, name="local-batch-queue", daemon=True)
             self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        with self._wake:
-            self._stopping = True
-            self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """End the scheduling thread; bounded: at most ``timeout`` seconds in all, then a warning and on.
+
+        The flag is set without the lock (the thread reads it at every pass, at least every
+        ``poll_interval``): a pass that holds the lock for long delays the wake-up, never the stop.
+        """
+        deadline = time.monotonic() + timeout
+        self._stopping = True
+        if self._wake.acquire(timeout=timeout):
+            try:
+                self._wake.notify_all()
+            finally:
+                self._wake.release()
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            log.warning(
+                "the offline queue's scheduling thread %s did not end within %.1f s of the stop; going on without it",
+                thread.name,
+                timeout,
+            )
 
     def wake(self) -> None:
         """Look at the queues now (after a change, or when a test moved the clock)."""

@@ -14,9 +14,11 @@ endpoint was SIGKILLed ends on its own, whole tree included.
 Signals: the handlers only note the signal (a list append, which cannot fail and may re-enter
 freely); the main loop passes each one to every descendant. SIGTERM also starts the grace:
 ``--grace`` seconds (default ``GRACE``) later the shim freezes its whole tree and SIGKILLs it,
-so a host ends within that bound even when nobody is left to kill it. The shim exits with the entry
-point's exit code (or dies of the same signal). When the entry point ends, whatever it left running
-is ended too (SIGTERM, then SIGKILL after the grace), as when a SageMaker container stops.
+so a host ends within that bound even when nobody is left to kill it; a process still there
+``KILL_WAIT`` seconds after its SIGKILL (stuck in the kernel) is named on stderr and left behind,
+and the shim exits all the same. The shim exits with the entry point's exit code (or dies of the
+same signal). When the entry point ends, whatever it left running is ended too (SIGTERM, then
+SIGKILL after the grace), as when a SageMaker container stops.
 
 Given ``--opt-ml DIR`` (jobs whose ``ContainerEntrypoint`` uses absolute ``/opt/ml`` paths, as the
 SageMaker Python SDK v3's drivers do), the shim first moves into a mount namespace of its own where
@@ -41,8 +43,10 @@ PR_SET_CHILD_SUBREAPER = 36
 GRACE = 2.0
 #: Rounds of freezing the tree before it is killed (a tree still growing after this is killed as seen).
 FREEZE_ROUNDS = 20
-#: Seconds the killed tree gets to be gone before the shim exits anyway.
+#: Seconds the killed tree gets to be gone before the shim exits anyway (saying on stderr what was left).
 KILL_WAIT = 2.0
+#: The wait status of a process killed by SIGKILL: what the shim reports for an entry point it had to give up on.
+KILLED_STATUS = int(signal.SIGKILL)
 #: Seconds between two looks at the entry point and the pending signals.
 TICK = 0.02
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -68,6 +72,12 @@ _peak_rss: list[int] = [0]
 def _note(signum: int, frame: object) -> None:
     """The signal handler: note the signal and nothing else, so it can neither fail nor block."""
     _received.append(signum)
+
+
+def _say(text: str) -> None:
+    """One line on stderr (the host's log), written as bytes; a closed stderr is ignored."""
+    with contextlib.suppress(OSError):
+        os.write(2, f"hostshim: {text}\n".encode("utf-8", "replace"))
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -204,7 +214,8 @@ def write_peak_rss(path: str) -> None:
 def kill_all(wait: float = KILL_WAIT) -> None:
     """Freeze every descendant (SIGSTOP until no new one appears), SIGKILL them all, reap them.
 
-    Gives up waiting after ``wait`` seconds (a process stuck in the kernel), never blocks longer.
+    Gives up waiting after ``wait`` seconds (a process stuck in the kernel), never blocks longer, and
+    then says on stderr which processes were left.
     """
     frozen: list[int] = []
     for _ in range(FREEZE_ROUNDS):
@@ -218,7 +229,10 @@ def kill_all(wait: float = KILL_WAIT) -> None:
     while True:
         reap()
         left = descendants(os.getpid())
-        if not left or time.monotonic() >= deadline:
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            _say(f"{len(left)} process(es) still there {wait:.1f} s after SIGKILL, left behind: {left}")
             return
         signal_all(signal.SIGKILL, left)
         time.sleep(TICK / 2)
@@ -240,7 +254,9 @@ def end_leftovers(grace: float = GRACE) -> None:
 def supervise(child: int, grace: float) -> tuple[int, float]:
     """Wait for ``child``, passing noted signals on and killing the tree ``grace`` s after a SIGTERM.
 
-    Returns (the child's wait status, the monotonic time by which leftovers must be gone).
+    Returns (the child's wait status, the monotonic time by which leftovers must be gone). Bounded once
+    SIGTERM came: a child still unreaped ``KILL_WAIT`` seconds after the kill (stuck in the kernel) is
+    given up on, said on stderr, and reported as killed (``KILLED_STATUS``).
     """
     kill_at: float | None = None
     while True:
@@ -256,6 +272,10 @@ def supervise(child: int, grace: float) -> tuple[int, float]:
             kill_at = time.monotonic() + grace
         if kill_at is not None and time.monotonic() >= kill_at:
             kill_all()
+            reap()
+            if child not in _reaped and time.monotonic() >= kill_at + KILL_WAIT:
+                _say(f"entry point {child} still not gone {KILL_WAIT:.1f} s after it was killed; exiting without it")
+                return KILLED_STATUS, kill_at
         time.sleep(TICK)
 
 

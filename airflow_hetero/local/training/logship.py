@@ -17,6 +17,8 @@ LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 _MAX_EVENTS = 10_000
 _MAX_BYTES = 1_000_000
 _MAX_EVENT_BYTES = 256 * 1024 - 26
+#: Seconds :meth:`LogShipper.close` waits for a batch being sent before it goes on.
+CLOSE_TIMEOUT = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +99,15 @@ class LogShipper:
             self._wake.clear()
             self.flush()
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Stop the thread (waiting at most ``timeout`` seconds for a batch being sent), then flush."""
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Stop the thread (waiting at most ``timeout`` seconds for a batch being sent), then flush.
+
+        A thread still sending after ``timeout`` is logged and left behind (a daemon); what is queued
+        is flushed here all the same."""
         self._closed.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("log shipping: a batch was still being sent %.1f s after the close; going on", timeout)
         self.flush()

@@ -19,6 +19,8 @@ from typing import Any
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 DIMENSION = "TrainingJobName"
 _BATCH = 1000
+#: Seconds :meth:`MetricMatcher.close` waits for a batch being put before it goes on.
+CLOSE_TIMEOUT = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +112,17 @@ class MetricMatcher:
         while not self._closed.wait(self._interval):
             self.flush()
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Stop the thread (waiting at most ``timeout`` seconds for a batch being sent), then flush."""
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Stop the thread (waiting at most ``timeout`` seconds for a batch being sent), then flush.
+
+        A thread still putting after ``timeout`` is logged and left behind (a daemon)."""
         self._closed.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning(
+                    "training metrics of %s: a batch was still being put %.1f s after the close; going on",
+                    self._job,
+                    timeout,
+                )
         self.flush()

@@ -32,6 +32,8 @@ NAMESPACE = "/aws/sagemaker/TrainingJobs"
 FIRST_FIGURE_AFTER = 0.1
 #: A host's last figure is skipped when a figure was taken less than this many seconds before it ended.
 MIN_FINAL_SPAN = 0.05
+#: Seconds :meth:`MetricsSampler.close` waits for a sample being sent before it goes on.
+CLOSE_TIMEOUT = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +203,14 @@ class MetricsSampler:
             else:
                 self.publish(self.sample(first_only=True))
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Stop sampling (waiting at most ``timeout`` seconds for a sample being sent)."""
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Stop sampling (waiting at most ``timeout`` seconds for a sample being sent; then a warning)."""
         self._closed.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning(
+                    "utilisation metrics of %s: a sample was still being sent %.1f s after the close; going on",
+                    self._job,
+                    timeout,
+                )

@@ -20,6 +20,8 @@ pytestmark = pytest.mark.slow
 
 ENDPOINT_TIMINGS = {"batch_poll_interval": 0.05}
 PAYLOAD = json.dumps({"TrainingJobName": "p"})
+#: How long the endpoint may take to answer one raw request (on a loaded machine).
+HTTP_TIMEOUT = 30
 
 
 @pytest.fixture(scope="module")
@@ -110,13 +112,18 @@ def test_a_request_that_breaks_the_model_is_refused_before_any_client_check(endp
     """Sent as raw HTTP (no botocore client validates it first): the model's own rules answer."""
     url = f"{endpoint.url}/v1/submitservicejob"
     auth = "AWS4-HMAC-SHA256 Credential=testing/20261206/us-east-1/batch/aws4_request, SignedHeaders=host, Signature=0"
-    answer = requests.post(url, data=json.dumps({"jobName": "x", "priority": "high"}), headers={"Authorization": auth})
+    answer = requests.post(
+        url,
+        data=json.dumps({"jobName": "x", "priority": "high"}),
+        headers={"Authorization": auth},
+        timeout=HTTP_TIMEOUT,
+    )
     assert answer.status_code == 400 and answer.headers["x-amzn-ErrorType"] == "ClientException"
     message = answer.json()["message"]
     assert "validation errors detected" in message
     assert "Value null at 'jobQueue' failed to satisfy constraint: Member must not be null" in message
     assert "priority" in message  # an unknown member
-    bad = requests.post(url, data=b"{not json", headers={"Authorization": auth})
+    bad = requests.post(url, data=b"{not json", headers={"Authorization": auth}, timeout=HTTP_TIMEOUT)
     assert bad.status_code == 400 and "not valid JSON" in bad.json()["message"]
 
 

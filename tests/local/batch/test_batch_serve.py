@@ -18,7 +18,7 @@ def _batch(url: str) -> object:
 
 
 def test_serve_with_and_without_a_batch_queue(tmp_path: Path) -> None:
-    proc, url, banner = serve(tmp_path / "endpoint", "--batch-queue", "gpu-queue=3", "--batch-requeue-delay", "1")
+    proc, url, banner, _ = serve(tmp_path / "endpoint", "--batch-queue", "gpu-queue=3", "--batch-requeue-delay", "1")
     try:
         assert (
             "  batch job queue gpu-queue (arn:aws:batch:us-east-1:123456789012:job-queue/gpu-queue) on service "
@@ -31,7 +31,7 @@ def test_serve_with_and_without_a_batch_queue(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(60)
-    proc, url, banner = serve(tmp_path / "fresh")
+    proc, url, banner, _ = serve(tmp_path / "fresh")
     try:
         text = "\n".join(banner)
         assert "no job queue yet; restart with --batch-queue NAME=N, or create one:" in text

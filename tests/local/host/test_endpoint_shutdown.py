@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.child_output import ChildOutput, wait_exit
 from support.cpu_load import cpu_burners, default_count
 from support.local_jobkit import BUCKET, put_source, request, unique
 from support.serve_process import alive, host_pids, recorded_pids, serve
@@ -56,6 +57,8 @@ def load_slack() -> float:
     return SCHEDULING * max(1.0, os.getloadavg()[0] / CALIBRATED_LOAD)
 #: The interpreter's own teardown after that (not bounded by the endpoint; seconds on a busy machine).
 TEARDOWN = 20.0
+#: How long a killed endpoint may take to be gone (SIGKILL: only a loaded machine delays it).
+KILLED_TIMEOUT = 30.0
 ROUNDS = 10
 GROUPS = (("data", "ml.c5.xlarge", 1), ("dnn", "ml.p3.2xlarge", 1))
 HOSTS = 2
@@ -134,18 +137,17 @@ def _records(workdir: Path, jobs: list[str]) -> list[dict[str, Any]]:
     return [json.loads((workdir / "jobs" / job / "job.json").read_text()) for job in jobs]
 
 
-def _ctrl_c(proc: subprocess.Popen[str], pids: list[int]) -> tuple[float, float, float | None]:
-    """SIGINT ``local serve``; (seconds until every pid is gone, until it printed ``stopped.``, until
-    it exited; None if it had not exited ``BOUND + TEARDOWN`` seconds after)."""
-    assert proc.stdout is not None
+def _ctrl_c(proc: subprocess.Popen[str], output: ChildOutput, pids: list[int]) -> tuple[float, float, float | None]:
+    """SIGINT ``local serve``; (seconds until every pid is gone, until it printed ``stopped.`` (or its
+    output ended, or ``BOUND + TEARDOWN`` passed), until it exited; None if it had not exited
+    ``BOUND + TEARDOWN`` seconds after)."""
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)
     while alive(pids) and time.monotonic() < started + BOUND + TEARDOWN:
         time.sleep(0.02)
     hosts_gone = time.monotonic() - started
-    for line in proc.stdout:  # until "stopped." or the end of its output
-        if line.startswith("stopped."):
-            break
+    # until "stopped." or the end of its output; a serve that does neither is left to the wait below
+    output.look_for(lambda line: line.startswith("stopped."), max(0.0, started + BOUND + TEARDOWN - time.monotonic()))
     stopped = time.monotonic() - started
     try:
         proc.wait(timeout=max(0.1, started + BOUND + TEARDOWN - time.monotonic()))
@@ -158,18 +160,18 @@ def _ctrl_c(proc: subprocess.Popen[str], pids: list[int]) -> tuple[float, float,
 def test_ctrl_c_under_load_ends_every_host_within_the_bound(workdir: Path, tmp_path: Path, attempt: int) -> None:
     pids_file = tmp_path / "pids"
     with cpu_burners():
-        proc, url, _ = serve(workdir, "--stop-grace", str(GRACE))
+        proc, url, _, output = serve(workdir, "--stop-grace", str(GRACE))
         try:
             jobs = _start_jobs(url, pids_file, count=2)
             pids = recorded_pids(pids_file) + [pid for job in jobs for pid in host_pids(workdir, job)]
             assert alive(pids) == pids
             with _busy(url):
                 time.sleep(0.5)
-                hosts_gone, stopped, exited = _ctrl_c(proc, pids)
+                hosts_gone, stopped, exited = _ctrl_c(proc, output, pids)
         finally:
             if proc.poll() is None:
                 proc.kill()
-            proc.wait()
+            proc.wait(timeout=KILLED_TIMEOUT)
     left = alive(pids)
     print(
         f"\nround {attempt}: hosts gone after {hosts_gone:.2f} s, stopped after {stopped:.2f} s, exited after "
@@ -196,7 +198,7 @@ def _tgkill(pid: int, tid: int, signum: int) -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="threads are listed from /proc")
 def test_ctrl_c_delivered_to_another_thread_stops_serve(workdir: Path) -> None:
     """The kernel may hand a process's SIGINT to any thread: the main thread must still act on it."""
-    proc, url, _ = serve(workdir, "--stop-grace", str(GRACE))
+    proc, url, _, _ = serve(workdir, "--stop-grace", str(GRACE))
     try:
         make_client("sagemaker", url).list_training_jobs()  # the server's threads are up
         others = sorted(int(tid) for tid in os.listdir(f"/proc/{proc.pid}/task") if int(tid) != proc.pid)
@@ -208,7 +210,7 @@ def test_ctrl_c_delivered_to_another_thread_stops_serve(workdir: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-        proc.wait()
+        proc.wait(timeout=KILLED_TIMEOUT)
     print(f"\nstopped {took:.2f} s after a SIGINT delivered to thread {others[0]}")
     assert code == 0
 
@@ -216,14 +218,14 @@ def test_ctrl_c_delivered_to_another_thread_stops_serve(workdir: Path) -> None:
 def test_sigkill_of_the_endpoint_ends_its_hosts_within_the_grace(workdir: Path, tmp_path: Path) -> None:
     pids_file = tmp_path / "pids"
     with cpu_burners():
-        proc, url, _ = serve(workdir, "--stop-grace", str(GRACE))
+        proc, url, _, _ = serve(workdir, "--stop-grace", str(GRACE))
         try:
             (job,) = _start_jobs(url, pids_file, count=1)
             pids = recorded_pids(pids_file) + host_pids(workdir, job)
             assert alive(pids) == pids
         finally:
             proc.kill()  # no chance to clean up: the shims notice their parent is gone
-            proc.wait()
+            proc.wait(timeout=KILLED_TIMEOUT)
         killed = time.monotonic()
         while alive(pids) and time.monotonic() < killed + 30:
             time.sleep(0.05)
@@ -232,9 +234,9 @@ def test_sigkill_of_the_endpoint_ends_its_hosts_within_the_grace(workdir: Path, 
     assert alive(pids) == []
     assert took < HOSTS_BOUND + load_slack()
 
-    again, _, lines = serve(workdir)
+    again, _, lines, _ = serve(workdir)
     again.send_signal(signal.SIGINT)
-    assert again.wait(timeout=30) == 0
+    assert wait_exit(again, 30, "the next serve exited on SIGINT") == 0
     assert f"1 job(s) left running by a previous endpoint were marked Failed: {job}" in lines
     assert not any(line.startswith("killed ") for line in lines)  # nothing was left to kill
     (record,) = _records(workdir, [job])
@@ -246,7 +248,7 @@ def test_sigkill_of_the_endpoint_ends_its_hosts_within_the_grace(workdir: Path, 
 
 def test_the_next_serve_kills_what_a_crash_left_running(workdir: Path, tmp_path: Path) -> None:
     pids_file = tmp_path / "pids"
-    proc, url, _ = serve(workdir, "--stop-grace", str(GRACE))
+    proc, url, _, _ = serve(workdir, "--stop-grace", str(GRACE))
     try:
         (job,) = _start_jobs(url, pids_file, count=1)
         shims = host_pids(workdir, job)
@@ -254,16 +256,16 @@ def test_the_next_serve_kills_what_a_crash_left_running(workdir: Path, tmp_path:
             os.kill(shim, signal.SIGSTOP)
     finally:
         proc.kill()
-        proc.wait()
+        proc.wait(timeout=KILLED_TIMEOUT)
     for shim in shims:  # a crash that took the shims too: their processes now belong to init
         os.kill(shim, signal.SIGKILL)
     pids = recorded_pids(pids_file)
     time.sleep(GRACE + 0.5)
     assert alive(pids) == pids
 
-    again, _, lines = serve(workdir)
+    again, _, lines, _ = serve(workdir)
     again.send_signal(signal.SIGINT)
-    assert again.wait(timeout=30) == 0
+    assert wait_exit(again, 30, "the next serve exited on SIGINT") == 0
     assert alive(pids) == []
     (report,) = [line for line in lines if line.startswith("killed ")]
     assert report.startswith(f"killed {len(pids)} process(es) a previous endpoint's hosts left running: ")

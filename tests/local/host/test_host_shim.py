@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.child_output import ChildOutput
 from support.serve_process import alive, recorded_pids
 
 from airflow_hetero.local.host import shim
@@ -20,6 +21,8 @@ from airflow_hetero.local.host.process import SHIM
 
 #: Seconds the kernel and a loaded machine may add to the shim's own bound.
 SLACK = 3.0
+#: How long a child may take to print what the test waits for, or to be gone once killed.
+CHILD_TIMEOUT = 30.0
 
 STUBBORN = textwrap.dedent(
     """
@@ -50,7 +53,7 @@ def pids_file(tmp_path: Path) -> Iterator[Path]:
         os.kill(pid, signal.SIGKILL)
 
 
-def _wait_recorded(path: Path, proc: subprocess.Popen[bytes]) -> list[int]:
+def _wait_recorded(path: Path, proc: subprocess.Popen[str]) -> list[int]:
     deadline = time.monotonic() + 30
     while not path.exists() or len(recorded_pids(path)) < 3:
         assert proc.poll() is None and time.monotonic() < deadline
@@ -64,8 +67,11 @@ def test_a_burst_of_sigterms_ends_the_whole_tree_within_the_grace(tmp_path: Path
     proc = subprocess.Popen(
         [sys.executable, str(SHIM), "--", sys.executable, str(script), str(pids_file)],
         stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
     )
+    assert proc.stderr is not None
+    errors = ChildOutput(proc.stderr, "the shim's stderr")
     pids = _wait_recorded(pids_file, proc)
     try:
         started = time.monotonic()
@@ -76,9 +82,8 @@ def test_a_burst_of_sigterms_ends_the_whole_tree_within_the_grace(tmp_path: Path
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.stderr is not None
-    assert proc.stderr.read() == b""  # no traceback: the handlers cannot fail
+            proc.wait(timeout=CHILD_TIMEOUT)
+    assert errors.read_to_end(CHILD_TIMEOUT) == []  # no traceback: the handlers cannot fail
     assert code == -signal.SIGKILL  # the entry point ignored SIGTERM: the shim killed it, then itself
     assert alive(pids) == []
     assert took >= shim.GRACE * 0.9  # the grace was given
@@ -102,12 +107,12 @@ def test_the_shim_ends_its_tree_when_its_parent_is_killed(tmp_path: Path, pids_f
     )
     proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout is not None
-        shim_pid = int(proc.stdout.readline())
+        (line,) = ChildOutput.of(proc).read_until(lambda _: True, CHILD_TIMEOUT, "the shim's pid")
+        shim_pid = int(line)
         pids = [shim_pid, *_wait_recorded(pids_file, proc)]
     finally:
         proc.kill()  # the endpoint is SIGKILLed: nobody will stop its host
-        proc.wait()
+        proc.wait(timeout=CHILD_TIMEOUT)
     killed = time.monotonic()
     while alive(pids) and time.monotonic() < killed + 0.5 + shim.KILL_WAIT + SLACK:
         time.sleep(0.02)

@@ -15,6 +15,8 @@ from airflow_hetero.local.training.capacity import (
 )
 
 P4D, G5, C5 = "ml.p4d.24xlarge", "ml.g5.12xlarge", "ml.c5.xlarge"
+#: How long threads may take to meet at a barrier, and to finish (a loaded 2-core machine; they take ms).
+THREAD_TIMEOUT = 60.0
 
 
 def test_unlimited_unless_told() -> None:
@@ -88,22 +90,29 @@ def test_capacity_lowered_below_what_runs_keeps_the_running_jobs() -> None:
 def test_parallel_placements_never_exceed_the_capacity() -> None:
     ledger = CapacityLedger(capacity={G5: 5})
     placed: list[str] = []
+    late: list[str] = []
     barrier = threading.Barrier(20)
 
     def take(job: str) -> None:
         ledger.admit(job, [(G5, 1)])
-        barrier.wait()
+        try:
+            barrier.wait(timeout=THREAD_TIMEOUT)
+        except threading.BrokenBarrierError:
+            late.append(job)
+            return
         try:
             ledger.place(job)
             placed.append(job)
         except CapacityShortage:
             ledger.release(job)
 
-    threads = [threading.Thread(target=take, args=(f"j{i}",)) for i in range(20)]
+    threads = [threading.Thread(target=take, args=(f"j{i}",), daemon=True) for i in range(20)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(THREAD_TIMEOUT)
+    assert not late, f"the threads did not all reach the barrier within {THREAD_TIMEOUT:g} s"
+    assert not [t for t in threads if t.is_alive()], f"placements still running after {THREAD_TIMEOUT:g} s"
     assert len(placed) == 5 and ledger.state()["running"] == {G5: 5}
 
 

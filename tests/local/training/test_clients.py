@@ -14,6 +14,8 @@ from airflow_hetero.local.training.clients import Clients
 
 THREADS = 8
 ROUNDS = 10
+#: How long the threads may take to meet at the barrier, and to finish (a loaded 2-core machine; they take ms).
+THREAD_TIMEOUT = 60.0
 
 
 @pytest.fixture
@@ -36,13 +38,14 @@ def test_threads_on_a_fresh_shared_client_see_the_same_exception_classes(
         seen: list[Any] = []
 
         def look(client: Any = client, start: threading.Barrier = start, seen: list[Any] = seen) -> None:
-            start.wait()
+            start.wait(timeout=THREAD_TIMEOUT)  # broken (a failure in the thread, then below) if one never comes
             seen.append(client.exceptions)
 
-        workers = [threading.Thread(target=look) for _ in range(THREADS)]
+        workers = [threading.Thread(target=look, daemon=True) for _ in range(THREADS)]
         for worker in workers:
             worker.start()
         for worker in workers:
-            worker.join()
+            worker.join(THREAD_TIMEOUT)
+        assert len(seen) == THREADS, f"{len(seen)} of {THREADS} threads looked within {THREAD_TIMEOUT:g} s"
         mismatched += len({id(exceptions) for exceptions in seen}) > 1 or seen[0] is not client.exceptions
     assert mismatched == 0, f"{mismatched} of {ROUNDS} rounds saw different exception classes"

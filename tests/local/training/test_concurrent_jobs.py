@@ -18,6 +18,8 @@ from airflow_hetero.local import LocalEndpoint
 pytestmark = pytest.mark.slow
 
 JOBS = 8
+#: How long the creating threads may take to meet at the barrier, and to finish their create (all cores busy).
+THREAD_TIMEOUT = 60.0
 
 
 @pytest.fixture
@@ -44,17 +46,18 @@ def test_jobs_created_at_once_all_complete(busy_endpoint: LocalEndpoint) -> None
     errors: list[BaseException] = []
 
     def create(sm: Any, body: dict[str, Any]) -> None:
-        start.wait()
         try:
+            start.wait(timeout=THREAD_TIMEOUT)  # a BrokenBarrierError is one of the errors below
             sm.create_training_job(**body)
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=create, args=pair) for pair in zip(clients, bodies, strict=True)]
+    threads = [threading.Thread(target=create, args=pair, daemon=True) for pair in zip(clients, bodies, strict=True)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(60)
+        thread.join(THREAD_TIMEOUT)
+    assert not [t for t in threads if t.is_alive()], f"creates still running after {THREAD_TIMEOUT:g} s"
     assert errors == []
     ended = {job: wait(clients[0], job, timeout=120) for job in jobs}
     failed = {job: d.get("FailureReason") for job, d in ended.items() if d["TrainingJobStatus"] != "Completed"}

@@ -17,6 +17,9 @@ from airflow_hetero.local.host.process import HostProcess, HostUsage
 from airflow_hetero.local.training.logship import LOG_GROUP, LogShipper, stream_name
 from airflow_hetero.local.training.utilisation import FIRST_FIGURE_AFTER, MIN_FINAL_SPAN, NAMESPACE, MetricsSampler
 
+#: How long a child the test killed (or that has already exited) may take to be reaped.
+EXIT_TIMEOUT = 30.0
+
 
 class _Recorder:
     """Stands in for a boto3 client: records calls by operation name."""
@@ -70,7 +73,7 @@ def test_sampler_measures_a_busy_host_and_its_children() -> None:
         import signal
 
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        proc.wait(timeout=EXIT_TIMEOUT)
 
 
 def test_shipper_batches_in_order_and_drops_empty_lines() -> None:
@@ -202,7 +205,7 @@ def test_first_figure_is_the_cpu_since_start_not_a_priming_zero() -> None:
         assert memory is not None and memory > 0
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        proc.wait(timeout=EXIT_TIMEOUT)
 
 
 # Spins ``before`` CPU seconds, says so, waits for the release file, then spins ``after`` more: the
@@ -335,7 +338,7 @@ def test_host_process_keeps_the_exit_code_and_usage_of_every_ending(host: Any) -
     failing = host("import sys; sys.exit(3)")
     failing.start()
     assert _wait_exit(failing) == 3 and failing.usage is not None
-    assert failing.proc.wait() == 3  # Popen sees the code wait4 collected
+    assert failing.proc.wait(timeout=EXIT_TIMEOUT) == 3  # Popen sees the code wait4 collected
 
     stopped = host("import time; time.sleep(30)", name="algo-2")
     stopped.start()
