@@ -21,6 +21,7 @@ import pytest
 
 from airflow_hetero.local import LocalEndpoint
 from support.dag_files import dag_file
+from support.example_jobs import Group, example_job
 
 BUCKET = "rightsizing-dag"
 START = pendulum.datetime(2026, 3, 1, tz="UTC")
@@ -56,31 +57,8 @@ _DAG_FILE = textwrap.dedent(
     from airflow.providers.common.compat.sdk import DAG
     from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
 
-    QUARTER = 0.25  # of a core: the hosts' duty
     SPECS = @SPECS@
-
-
-    def job(spec):
-        return {
-            "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-            "framework": "pytorch",
-            "framework_version": "2.0",
-            "py_version": "py310",
-            "entry_point": "pipeline.py",
-            "source_dir": "rightsizing_code",
-            "output_path": "s3://@BUCKET@/models",
-            "base_job_name": "rightsize",
-            "instance_groups": [
-                {"instance_group_name": "data_group", "instance_type": spec.get("data_type", "ml.c5.xlarge"),
-                 "instance_count": spec["data_count"]},
-                {"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1},
-            ],
-            "hyperparameters": {
-                "batches": spec.get("batches", 40), "prep_seconds": spec["prep"], "train_seconds": spec["train"],
-                "duty": QUARTER, **spec.get("hyperparameters", {}),
-            },
-            "max_run": 600,
-        }
+    JOBS = @JOBS@
 
 
     for name, spec in SPECS.items():
@@ -93,11 +71,10 @@ _DAG_FILE = textwrap.dedent(
         ) as dag:
             HeteroTrainingOperator(
                 task_id="train",
-                job=job(spec),
+                job=JOBS[name],
                 check_interval=0.5,
-                fallback_instance_types={"data_group": spec["types"][1:]} if "types" in spec else None,
                 rightsizing={
-                    "groups": {"data_group": {"min_count": 1, "max_count": 8, "types": spec.get("types")}},
+                    "groups": {"data_group": {"min_count": 1, "max_count": 8}},
                     "mode": "apply",
                     "objective": spec["objective"],
                 },
@@ -113,12 +90,31 @@ _DAG_FILE = textwrap.dedent(
 )
 
 
+def job(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The training job of a spec: ``data_count`` data hosts, ``prep`` and ``train`` seconds per batch, optional
+    ``batches`` (40); each host busy a quarter of a core at most."""
+    return example_job(
+        "rightsize",
+        framework_version="2.0",
+        entry_point="pipeline.py",
+        source_dir="rightsizing_code",
+        output_path=f"s3://{BUCKET}/models",
+        groups=[Group("data_group", "ml.c5.xlarge", spec["data_count"]), Group("train_group", "ml.g5.xlarge")],
+        hyperparameters={
+            "batches": spec.get("batches", 40),
+            "prep_seconds": spec["prep"],
+            "train_seconds": spec["train"],
+            "duty": 0.25,  # of a core: the endpoint's hosts share the machine's cores
+        },
+        max_run=600,
+    )
+
+
 def dag_text(specs: Mapping[str, Mapping[str, Any]]) -> str:
-    """A DAG file with one DAG ``rightsizing_<name>`` per spec: ``data_count`` data hosts as written,
-    ``prep`` and ``train`` seconds per batch, optional ``batches`` (40) and extra ``hyperparameters``; optional
-    ``data_type`` (ml.c5.xlarge) and ``types`` the data group may move between (its type first, the others its
-    fallbacks); the policy's ``objective``, the summary's verdict ``thresholds`` and ``capacity_overrides``."""
-    return _DAG_FILE.replace("@SPECS@", repr(dict(specs))).replace("@BUCKET@", BUCKET)
+    """A DAG file with one DAG ``rightsizing_<name>`` per spec, running :func:`job` of the spec: the policy's
+    ``objective``, the summary's verdict ``thresholds`` and ``capacity_overrides``."""
+    jobs = {name: job(spec) for name, spec in specs.items()}
+    return _DAG_FILE.replace("@SPECS@", repr(dict(specs))).replace("@JOBS@", repr(jobs))
 
 
 @contextmanager
