@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.example_jobs import Group, example_job
 from support.rightsizing_runs import DATA, PRICES, SIZED_PRICES, record, summary
 
 from airflow_hetero.cli import main
@@ -17,15 +18,13 @@ from airflow_hetero.job.rightsizing import decide
 from airflow_hetero.operators.rightsizing_inputs import instance_facts
 from airflow_hetero.operators.rightsizing_records import record_next, state_of
 
-DEFINITION: dict[str, Any] = {
-    "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:latest",
-    "output_path": "s3://bucket/models",
-    "instance_groups": [
-        {"instance_group_name": DATA, "instance_type": "ml.c5.xlarge", "instance_count": 1},
-        {"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1},
-    ],
-}
+DEFINITION = example_job(
+    image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/train:latest",
+    entry_point=None,
+    source_dir=None,
+    output_path="s3://bucket/models",
+    groups=[Group(DATA, "ml.c5.xlarge"), Group("train_group", "ml.g5.xlarge")],
+)
 
 
 def state_after_two_starved_runs(mode: str) -> dict[str, Any]:

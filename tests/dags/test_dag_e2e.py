@@ -12,12 +12,19 @@ from typing import Any
 
 import pytest
 from support.dag_files import dag_file
+from support.example_jobs import example_job
 from support.moto_jobs import ROLE, MotoJobs, aws_connection_env, moto_server
 
 from airflow_hetero.hooks.training import HeteroTrainingHook
 
 pytestmark = pytest.mark.slow
 
+JOB = example_job(
+    "hetero-e2e",
+    role=ROLE,
+    output_path="s3://bucket/output/{{ run_id | replace(':', '-') }}",
+    inputs={"train": {"s3_data": "s3://bucket/train", "instance_groups": ["data_group"]}},
+)
 DAG_FILE = textwrap.dedent(
     f'''
     """End-to-end test DAGs: submit without waiting, then wait with a poking or a deferred sensor."""
@@ -27,19 +34,7 @@ DAG_FILE = textwrap.dedent(
     from airflow_hetero.operators import HeteroTrainingOperator
     from airflow_hetero.sensors import HeteroTrainingSensor
 
-    JOB = {{
-        "role": "{ROLE}",
-        "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/hetero-train:latest",
-        "entry_point": "train.py",
-        "source_dir": "s3://code/src/sourcedir.tar.gz",
-        "output_path": "s3://bucket/output/{{{{ run_id | replace(':', '-') }}}}",
-        "base_job_name": "hetero-e2e",
-        "instance_groups": [
-            {{"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 2}},
-            {{"instance_group_name": "dnn_group", "instance_type": "ml.p3.2xlarge", "instance_count": 1}},
-        ],
-        "inputs": {{"train": {{"s3_data": "s3://bucket/train", "instance_groups": ["data_group"]}}}},
-    }}
+    JOB = {JOB!r}
     JOB_NAME = "{{{{ ti.xcom_pull(task_ids='submit')['training_job_name'] }}}}"
 
     for deferrable in (False, True):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from support.dag_files import dag_file
+from support.example_jobs import Group, example_job
 
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.logs.per_group import clean_text
@@ -27,6 +28,15 @@ rows = []
 if not rows:
     raise ValueError("no rows in the raw channel")
 """
+JOB = example_job(
+    "fails",
+    framework_version="2.0",
+    entry_point="fail.py",
+    source_dir="failing_code",
+    output_path=f"s3://{BUCKET}/models",
+    groups=[Group("data_group", "ml.c5.xlarge"), Group("train_group", "ml.g5.xlarge")],
+    max_run=600,
+)
 DAG_FILE = textwrap.dedent(
     f'''
     """A training task whose job fails, and its summaries (run whatever the training task's ending)."""
@@ -35,21 +45,7 @@ DAG_FILE = textwrap.dedent(
     from airflow.providers.common.compat.sdk import DAG
     from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
 
-    JOB = {{
-        "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-        "framework": "pytorch",
-        "framework_version": "2.0",
-        "py_version": "py310",
-        "entry_point": "fail.py",
-        "source_dir": "failing_code",
-        "output_path": "s3://{BUCKET}/models",
-        "base_job_name": "fails",
-        "instance_groups": [
-            {{"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 1}},
-            {{"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1}},
-        ],
-        "max_run": 600,
-    }}
+    JOB = {JOB!r}
 
     for deferrable in (False, True):
         with DAG(

@@ -1,21 +1,18 @@
-"""Right-sizing end to end on the offline endpoint: a DAG run over successive logical dates (as the scheduler
-would) under ``dag.test()``, its training task in ``apply`` mode, its summary recording each run.
+"""Right-sizing end to end on the offline endpoint: the wiring, once per Airflow version. A DAG runs on three
+successive logical dates (as the scheduler would) under ``dag.test()``, its training task in ``apply`` mode, its
+summary recording each run. The test proves what only a real run can: the decision travels from run to run in
+XCom, the summary's record is read back as the next run's evidence, and the count the decision chose is the one
+the endpoint ran (DescribeTrainingJob). Every decision is checked against :func:`decide` of the evidence the runs
+recorded, not against an outcome a loaded machine could change. The policy itself (convergence, shrinking,
+noise, resets, undos, moves between types) is tested without Airflow: tests/job/test_rightsizing*.py,
+tests/operators/test_rightsizing_records.py.
 
-The training script (tests/support/rightsizing_dag.py) is a data group feeding a training group: ``batches`` batches, a
-data host prepares one in ``prep_seconds``, the trainer trains on one in ``train_seconds``; the data hosts
-share the batches. The run lasts ``batches x max(prep / n, train)`` seconds and each host keeps its CPU busy
-for its own work's share of it (at most ``duty``, a quarter of a core: the endpoint's hosts share the
-machine's cores, and the verdict's thresholds below are the defaults scaled by the same quarter). So the
-utilisation the summary reads from the endpoint's CloudWatch really follows the data group's count:
-
-* ``starved``: prep 6 x train. 1 data host: trainer 17% of its quarter, waiting; 2: 33%, waiting; 4: 67%,
-  busy. The task grows the data group 1 -> 2 -> 4 (one step at most doubles) and stops where the verdict holds
-  the count. The hosts' figures are noisy on a shared machine (a trainer at 2 data hosts measured 10 to 14 %):
-  the verdict may then ask for 3 at 2, and at 3 (12.5 % and the noise, around the 15 % waiting threshold) for
-  more or for nothing, run by run; the test holds what stays true: growth one step at a time, each after two
-  agreeing runs, up to a count the verdict calls balanced, never past the 6 that fully feed the trainer.
-* ``over``: prep = train, 4 data hosts each busy a quarter of the time: over-provisioned; 2 would do. The
-  task shrinks 4 -> 2 and stays.
+The evidence is fed so that no machine load can change what it says (tests/support/rightsizing_dag.py has the
+script): 1 data host keeps a quarter of a core busy for the whole run, the trainer only sleeps, and the summary
+divides the trainer's CPU figure by 1000 vCPUs (``capacity_overrides``). With the verdict's thresholds at 0.5 %
+(waiting) and 1 % (busy), the data host is saturated unless it gets less than 1 % of a core, and the trainer
+(at most 0.1 % whatever it does) waits: the data group is the bottleneck in every run, the first two runs agree,
+and the third run has 2 data hosts (a step at most doubles; objective ``time``, so prices do not weigh it).
 """
 
 from __future__ import annotations
@@ -26,102 +23,89 @@ from typing import Any
 import pytest
 from support.rightsizing_dag import dag_fixtures, dag_text, run_days, trace
 
+from airflow_hetero.definition.rightsizing import RightSizing
+from airflow_hetero.job.rightsizing import Decision, decide, record_of_summary
 from airflow_hetero.local import LocalEndpoint
 
 pytestmark = pytest.mark.slow
 
-DAG_FILE = dag_text(
-    {"starved": {"data_count": 1, "prep": 0.3, "train": 0.05}, "over": {"data_count": 4, "prep": 0.1, "train": 0.1}}
-)
-
+DATA = "data_group"
+WIRING = {
+    "data_count": 1,
+    "prep": 0.3,
+    "train": 0.001,
+    "batches": 20,
+    "objective": "time",
+    "thresholds": {"idle_percent": 0.5, "waiting_percent": 0.5, "busy_percent": 1, "target_percent": 20},
+    "capacity_overrides": {"ml.c5.xlarge": {"cpus": 1, "gpus": 0}, "ml.g5.xlarge": {"cpus": 1000, "gpus": 1}},
+}
+DAG_FILE = dag_text({"wiring": WIRING})
 
 endpoint, dag_module = dag_fixtures("rightsizing_dags", DAG_FILE)
 
 
-def settled(runs: list[dict[str, Any]]) -> bool:
-    """The count changed, and a full streak of evidence at the new count keeps it (the verdict holds it)."""
-    changed = len({r["ran"] for r in runs}) > 1
-    return changed and runs[-1]["next"]["groups"][0]["reason"] == "the verdict holds it"
+def _expected(before: dict[str, Any], now: dict[str, Any]) -> Decision:
+    """The decision the evidence implies: :func:`decide` of the previous decision's counts, types and undone counts
+    and this run's evidence (the previous history and the previous run's record), with the prices it was given."""
+    return decide(
+        RightSizing.of(now["policy"]),
+        before["counts"],
+        now["history"],
+        fingerprint=now["fingerprint"],
+        prices=now["prices"],
+        blocked=before["blocked"],
+        types=before["types"],
+        facts=now["facts"],
+        written_types=now["written_types"],
+    )
 
 
-def _steps(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
-    """(count, next count) of each change the training tasks made; each after two runs at its count."""
-    changes = [
-        (r["decision"]["groups"][0], i) for i, r in enumerate(runs) if r["decision"]["groups"][0]["action"] == "changed"
-    ]
-    for group, i in changes:
-        assert [r["ran"] for r in runs[i - 2 : i]] == [group["count"]] * 2  # the two runs that agreed
-        assert group["signals"][0].split(":")[0] == group["signals"][1].split(":")[0]
-    return [(g["count"], g["next_count"]) for g, _ in changes]
-
-
-def _moves(runs: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
-    """(action, count, next count) of each change and undo the training tasks made, in order; an undo goes back
-    exactly over the change before it (a run made slower by a loaded machine is undone, as the policy says)."""
-    moves = [
-        (g["action"], g["count"], g["next_count"])
-        for g in (r["decision"]["groups"][0] for r in runs)
-        if g["action"] in ("changed", "undone")
-    ]
-    for before, move in itertools.pairwise([None, *moves]):
-        if move is not None and move[0] == "undone":
-            assert before is not None and before[0] == "changed" and move[1:] == (before[2], before[1]), moves
-    return moves
-
-
-def test_a_starved_data_group_grows_to_balance_and_stops(dag_module: Any, endpoint: LocalEndpoint) -> None:
-    runs = run_days(dag_module.rightsizing_starved, 9, endpoint, until=settled)
-    shown = trace(runs)
-    ran = [r["ran"] for r in runs]
-    print(shown)  # the worked example of docs/rightsizing.md
-    # it grows, never past where the model's trainer is fully fed (6), to where the verdict holds the count
-    assert ran[:2] == [1, 1] and 3 <= ran[-1] <= 6, shown
-    steps = _steps(runs)
-    assert steps[0] == (1, 2), shown  # the verdict asked for 3 or 4 at once: a step at most doubles
-    assert all(before < after <= 2 * before for before, after in steps), shown  # only growth, undos aside
-    assert _moves(runs)[-1][2] == ran[-1], shown
-    first = next(i for i, r in enumerate(runs) if r["ran"] == 2)  # the two runs before it: data group starved
-    assert all(r["record"]["verdict"]["bottleneck"] == "data_group" for r in runs[first - 2 : first]), shown
-    # at the final count the verdict calls the cluster balanced (on a loaded machine the hosts may get less than
-    # their quarter each: not_saturated), in every run or, when the trainer's figure hovers at the waiting
-    # threshold, in some: then the runs disagree and the count stays (no oscillation)
-    last = [r["record"]["verdict"]["kind"] for r in runs if r["ran"] == ran[-1]]
-    assert any(kind in ("balanced", "not_saturated") for kind in last), shown
-    grown = next(r for r in runs if r["ran"] == 2)
-    assert grown["result"] == {
-        "mode": "apply",
-        "counts": {"data_group": 2},
-        "recommended": {"data_group": 2},
-        "actions": {"data_group": "changed"},
-        "types": {"data_group": "ml.c5.xlarge"},  # no types listed: the type as written
-        "recommended_types": {"data_group": "ml.c5.xlarge"},
-    }
-    assert grown["decision"]["evidence"] >= 2 and grown["decision"]["fingerprint"] == runs[0]["record"]["fingerprint"]
-    final = runs[-1]["next"]  # what the next run would do: stay
-    assert final["counts"] == {"data_group": ran[-1]} and final["groups"][0]["action"] == "kept", shown
-    assert runs[-1]["record"]["run_seconds"] < runs[0]["record"]["run_seconds"], shown
-    from airflow_hetero.plugins.page import render_page
-
-    page = render_page(runs[-1]["summary"], where="w")
-    assert f"Right-sizing (apply, objective cost): the next run uses data_group={ran[-1]}" in page
-
-
-def test_an_over_provisioned_data_group_shrinks_and_stays(dag_module: Any, endpoint: LocalEndpoint) -> None:
-    runs = run_days(dag_module.rightsizing_over, 8, endpoint, until=settled)
+def test_decisions_travel_in_xcom_and_the_endpoint_runs_the_decided_count(
+    dag_module: Any, endpoint: LocalEndpoint
+) -> None:
+    runs = run_days(dag_module.rightsizing_wiring, 3, endpoint)
     shown = trace(runs)
     print(shown)
-    ran = [r["ran"] for r in runs]
-    assert ran[:2] == [4, 4] and ran[-1] in (2, 3) and _moves(runs)[-1][2] == ran[-1], shown
-    assert any(r["record"]["groups"]["data_group"].get("over_provisioned") for r in runs if r["ran"] == 4), shown
-    steps = _steps(runs)
-    assert steps and steps[0][0] == 4 and all(after < before for before, after in steps), shown
-    shrunk = next(r for r in runs if r["ran"] < 4)["decision"]["groups"][0]
-    assert shrunk["figures"]["cost_per_run_after"] < shrunk["figures"]["cost_per_run"], shown
-    # what the next run would do: keep the count; or, when noisy runs at the threshold disagreed until the last
-    # day (seen on a loaded machine: 3 kept five times, then two runs agreed on 2), one more shrink within bounds
-    final = runs[-1]["next"]
-    upcoming = final["groups"][0]
-    assert upcoming["action"] in ("kept", "changed") and final["counts"]["data_group"] in (2, 3), shown
-    target = upcoming["next_count"]
-    kept_or_shrunk = target == ran[-1] if upcoming["action"] == "kept" else target < ran[-1]
-    assert kept_or_shrunk and final["counts"]["data_group"] == target, shown
+    for run in runs:
+        decision, record = run["decision"], run["record"]
+        # the count and type the decision chose are the ones the endpoint ran
+        assert (run["ran"], run["type"]) == (decision["counts"][DATA], "ml.c5.xlarge"), shown
+        # the summary recorded this run: its record is the summary it returned, with this decision
+        assert record == record_of_summary(run["summary"], decision, decision["run_id"]), shown
+        assert record["job_name"] == run["job_name"] and record["outcome"] == "completed", shown
+        assert record["fingerprint"] == runs[0]["decision"]["fingerprint"] and record["fallback"] is False, shown
+        # the training task's short result says what it decided
+        assert run["result"] == {
+            "mode": "apply",
+            "counts": decision["counts"],
+            "recommended": decision["recommended"],
+            "actions": {g["group"]: g["action"] for g in decision["groups"]},
+            "types": {DATA: "ml.c5.xlarge"},  # no types listed: the type as written
+            "recommended_types": {DATA: "ml.c5.xlarge"},
+        }, shown
+    first = runs[0]["decision"]
+    assert first["evidence"] == 0 and first["history"] == [] and first["counts"] == {DATA: 1}, shown
+    for before, now in itertools.pairwise(runs):
+        decision = now["decision"]
+        # XCom across runs: the previous decision's evidence and the summary's record of the previous run
+        assert decision["history"] == [*before["decision"]["history"], before["record"]], shown
+        assert decision["reset"] is None and decision["evidence"] == len(decision["history"]), shown
+        # the decision the evidence implies, and the one the summary announced for this run
+        expected = _expected(before["decision"], decision).as_dict()
+        assert (decision["counts"], decision["groups"]) == (expected["counts"], expected["groups"]), shown
+        assert (decision["counts"], decision["groups"]) == (before["next"]["counts"], before["next"]["groups"]), shown
+    # the fed evidence: the data group held the trainer back in both first runs, so they agreed and it grew 1 -> 2
+    for run in runs[:2]:
+        verdict = run["record"]["verdict"]
+        assert verdict["bottleneck"] == DATA and verdict["suggestion"]["group"] == DATA, shown
+    assert [r["ran"] for r in runs] == [1, 1, 2], shown
+    grown = runs[2]["decision"]
+    group = grown["groups"][0]
+    assert (group["action"], group["count"], group["next_count"]) == ("changed", 1, 2), shown
+    assert group["reason"].startswith("the last 2 runs say grow"), shown
+    assert grown["evidence"] == 2 and runs[2]["result"]["actions"] == {DATA: "changed"}, shown
+    from airflow_hetero.plugins.page import render_page
+
+    upcoming = runs[-1]["next"]["counts"][DATA]
+    page = render_page(runs[-1]["summary"], where="w")
+    assert f"Right-sizing (apply, objective time): the next run uses data_group={upcoming}" in page, shown

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from support.dag_files import dag_file
+from support.example_jobs import Group, example_job
 
 from airflow_hetero.local import LocalEndpoint
 
@@ -45,24 +46,7 @@ DAG_FILE = textwrap.dedent(
     from airflow.providers.common.compat.sdk import DAG
     from airflow_hetero.operators import HeteroTrainingOperator
 
-    JOB = {
-        "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-        "output_path": "s3://spot-dag/output",
-        "framework": "pytorch",
-        "framework_version": "2.1",
-        "py_version": "py310",
-        "entry_point": "train.py",
-        "source_dir": str(Path(__file__).parent / "spot_code"),
-        "base_job_name": "spot-dag",
-        "instance_groups": [
-            {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 2},
-            {"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1},
-        ],
-        "max_run": 600,
-        "use_spot_instances": True,
-        "max_wait": 1200,
-        "checkpoint_s3_uri": "s3://spot-dag/checkpoints/weekly",
-    }
+    JOB = {**@JOB@, "source_dir": str(Path(__file__).parent / "spot_code")}
 
     with DAG(
         "hetero_spot",
@@ -72,6 +56,21 @@ DAG_FILE = textwrap.dedent(
     ) as dag:
         HeteroTrainingOperator(task_id="train", job=JOB, check_interval=0.5, print_log=False)
     '''
+).replace(
+    "@JOB@",
+    repr(
+        example_job(
+            "spot-dag",
+            framework_version="2.1",
+            source_dir=None,  # beside the DAG file: set in it
+            output_path="s3://spot-dag/output",
+            groups=[Group("data_group", "ml.c5.xlarge", 2), Group("train_group", "ml.g5.xlarge")],
+            max_run=600,
+            use_spot_instances=True,
+            max_wait=1200,
+            checkpoint_s3_uri="s3://spot-dag/checkpoints/weekly",
+        )
+    ),
 )
 
 

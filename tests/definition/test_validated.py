@@ -11,19 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.example_jobs import Group, example_job
 
 from airflow_hetero.definition import JobDefinitionError, validated
 
-GOOD: dict[str, Any] = {
-    "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-    "output_path": "s3://my-bucket/output",
-    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
-    "instance_groups": [
-        {"instance_group_name": "data", "instance_type": "ml.c5.xlarge", "instance_count": 2},
-        {"instance_group_name": "dnn", "instance_type": "ml.p3.2xlarge", "instance_count": 1},
-    ],
-    "inputs": {"train": {"s3_data": "s3://my-bucket/train", "instance_groups": ["dnn"]}},
-}
+GOOD = example_job(
+    image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
+    entry_point=None,
+    source_dir=None,
+    output_path="s3://my-bucket/output",
+    groups=[Group("data", "ml.c5.xlarge", 2), Group("dnn", "ml.p3.2xlarge")],
+    inputs={"train": {"s3_data": "s3://my-bucket/train", "instance_groups": ["dnn"]}},
+)
 BAD = {**GOOD, "instance_groups": [{"instance_group_name": "data", "instance_type": "ml.bogus", "instance_count": 1}]}
 #: How long a fresh interpreter may take to import what the test checks (Airflow, on a loaded 2-core machine).
 IMPORT_TIMEOUT = 120

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from support.example_jobs import example_job
 
 from airflow_hetero.hooks.aws_settings import (
     AWS_ARGUMENTS,
@@ -21,13 +22,14 @@ from airflow_hetero.triggers import HeteroTrainingTrigger
 #: How long a fresh interpreter may take to import what the test checks (Airflow, on a loaded 2-core machine).
 IMPORT_TIMEOUT = 120
 #: The smallest definition that passes the parse-time check.
-JOB = {
-    "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
-    "output_path": "s3://bucket/output",
-    "instance_type": "ml.c5.xlarge",
-    "instance_count": 1,
-}
+JOB = example_job(
+    image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
+    entry_point=None,
+    source_dir=None,
+    groups=None,
+    instance_type="ml.c5.xlarge",
+    instance_count=1,
+)
 
 
 def test_template_fields_keep_the_tasks_own_first_and_each_once() -> None:

@@ -227,3 +227,86 @@ def test_a_client_error_is_read_from_its_response() -> None:
     failure = failure_of_client_error(ClientError())
     assert failure is not None and failure.instance_type == P5 and failure.refuses_type
     assert failure_of_client_error(ValueError("no response")) is None
+
+
+# --- one test per planner rule (docs/capacity.md, "The order of the clusters"), each seen failing on a mutant
+# of its rule ----------------------------------------------------------------------------------------------
+
+
+def test_rule_a_groups_choices_are_its_own_type_and_count_then_its_fallbacks_in_order() -> None:
+    plan = CapacityPlan({"train": (P4D, 1), "data": (C5, 2)}, {"train": [(G5, 2), (P5, 1)]})
+    assert plan.choices == (
+        (Choice("train", P4D, 1), Choice("train", G5, 2), Choice("train", P5, 1)),
+        (Choice("data", C5, 2),),
+    )
+    assert plan.first == (Choice("train", P4D, 1), Choice("data", C5, 2)) and plan.has_fallbacks
+
+
+def test_rule_fewest_steps_first() -> None:
+    """Three groups: every cluster of n steps comes before any of n + 1 (the later groups further down)."""
+    plan = CapacityPlan(
+        {"a": (P4D, 1), "b": (C5, 1), "c": (C6I, 1)},
+        {"a": [(P5, 1)], "b": [(C6I, 1), ("ml.m5.xlarge", 1)], "c": [("ml.m5.large", 1)]},
+    )
+    steps = [
+        sum(options.index(choice) for options, choice in zip(plan.choices, c, strict=True)) for c in plan.clusters()
+    ]
+    assert steps == sorted(steps) and steps[0] == 0 and steps[-1] == 4
+    assert len(steps) == len(set(plan.clusters())) == 2 * 3 * 2
+
+
+def test_rule_among_as_many_steps_the_earlier_group_further_down_first() -> None:
+    plan = CapacityPlan({"a": (P4D, 1), "b": (C5, 1)}, {"a": [(P5, 1), (G5, 1)], "b": [(C6I, 1), ("ml.m5.xlarge", 1)]})
+    two_steps = [describe_cluster(c) for c in plan.clusters()][3:6]
+    assert two_steps == [
+        "a=1 x ml.g5.48xlarge, b=1 x ml.c5.xlarge",  # a 2 down, b 0
+        "a=1 x ml.p5.48xlarge, b=1 x ml.c6i.xlarge",  # a 1 down, b 1
+        "a=1 x ml.p4d.24xlarge, b=1 x ml.m5.xlarge",  # a 0 down, b 2
+    ]
+
+
+def test_rule_a_capacity_error_names_no_type_the_next_untried_cluster_in_the_order() -> None:
+    plan = two_groups()
+    order = list(plan.clusters())
+    # the first cluster after a failure of the third is the second, which was not tried
+    assert next_cluster(plan, [Attempt(order[2], CAPACITY)]) == order[0]
+    assert next_cluster(plan, [Attempt(order[0], CAPACITY), Attempt(order[2], CAPACITY)]) == order[1]
+
+
+def test_rule_a_quota_refusal_rules_its_type_out_of_every_later_cluster() -> None:
+    plan = two_groups()
+    attempts = [Attempt(plan.first, quota(C5))]
+    seen = []
+    while (cluster := next_cluster(plan, attempts)) is not None:
+        seen.append(cluster)
+        attempts.append(Attempt(cluster, CAPACITY))
+    assert seen and all(choice.instance_type != C5 for cluster in seen for choice in cluster)
+    assert len(seen) == 3  # the clusters with data on ml.c6i.xlarge, each once
+
+
+def test_rule_a_capacity_code_naming_one_type_rules_it_out_too() -> None:
+    named = failure_of_error("InsufficientInstanceCapacity", f"We currently do not have sufficient {P5} capacity")
+    assert named is not None and named.kind == "capacity" and named.refuses_type
+    plan = two_groups()
+    after = next_cluster(plan, [Attempt(plan.first, CAPACITY), Attempt(list(plan.clusters())[1], named)])
+    assert after is not None and all(choice.instance_type != P5 for choice in after)
+    assert describe_cluster(after) == "train=1 x ml.p4d.24xlarge, data=2 x ml.c6i.xlarge"
+
+
+def test_rule_a_capacity_code_naming_several_types_rules_none_out() -> None:
+    both = failure_of_error("InsufficientInstanceCapacity", f"no {P4D} and no {C5} capacity")
+    assert both is not None and both.instance_type is None and not both.refuses_type
+    plan = two_groups()
+    assert next_cluster(plan, [Attempt(plan.first, both)]) == list(plan.clusters())[1]  # it moves one step only
+
+
+def test_rule_a_right_sized_group_starts_from_its_decided_type_its_fallbacks_as_written() -> None:
+    """docs/capacity.md: with right-sizing in apply mode the plan is made from the request as sent (the decided
+    type), the fallbacks stay as written; a fallback that is the decided type is in the plan again, with its count."""
+    decided = request_for(REQUEST, (Choice("train", P5, 1), Choice("data", C5, 2)))
+    plan = CapacityPlan.for_request(decided, {"train": [(P5, 2), (G5, 2)]})
+    assert [describe_cluster(c) for c in plan.clusters()] == [
+        "train=1 x ml.p5.48xlarge, data=2 x ml.c5.xlarge",
+        "train=2 x ml.p5.48xlarge, data=2 x ml.c5.xlarge",
+        "train=2 x ml.g5.48xlarge, data=2 x ml.c5.xlarge",
+    ]

@@ -25,8 +25,11 @@ def policy(mode: str = "apply", **kwargs: Any) -> RightSizing:
     return RightSizing.of({"groups": {DATA: bounds}, "mode": mode, **kwargs})
 
 
-def run_sequence(rs: RightSizing, start: int, runs: int, **summary: Any) -> tuple[list[int], list[Decision]]:
-    """Decide, run at the decided count, record; ``runs`` times. The counts each run used and the decisions."""
+def run_sequence(
+    rs: RightSizing, start: int, runs: int, seen: list[dict[str, Any]] | None = None, **summary: Any
+) -> tuple[list[int], list[Decision]]:
+    """Decide, run at the decided count, record; ``runs`` times. The counts each run used and the decisions
+    (``seen``, when given, gets every run's record)."""
     counts, records, used, decisions = {DATA: start}, [], [], []
     blocked: dict[str, list[int]] = {}
     for i in range(runs):
@@ -35,26 +38,38 @@ def run_sequence(rs: RightSizing, start: int, runs: int, **summary: Any) -> tupl
         counts, blocked = decision.counts, decision.blocked
         used.append(counts[DATA])
         records.append(record(counts[DATA], run_id=f"r{i}", **summary))
+        if seen is not None:
+            seen.append(records[-1])
         records = records[-rs.history :]
     return used, decisions
 
 
 def test_a_starved_data_group_grows_step_by_step_to_balance_and_stops() -> None:
-    used, decisions = run_sequence(policy(), 1, 9, ratio=5)
+    seen: list[dict[str, Any]] = []
+    used, decisions = run_sequence(policy(), 1, 9, seen, ratio=5)
     assert used == [1, 1, 2, 2, 4, 4, 4, 4, 4]
     changed = [d.groups[0] for d in decisions if d.groups[0].action == "changed"]
     assert [(g.count, g.next_count) for g in changed] == [(1, 2), (2, 4)]  # x2 at most: the verdict asked 1 -> 4
     assert changed[0].signals == ["grow:4", "grow:4"] and changed[0].figures["run_seconds_after"] == 4.0
+    assert {d.groups[0].action for d in decisions} == {"kept", "changed"}  # only growth, never undone
+    # the two runs before each growth: the data group starved the trainer (the bottleneck), and the verdict then
+    # calls the cluster balanced at the final count
+    assert all(r["verdict"]["bottleneck"] == DATA for r in seen[:4])
+    assert {r["verdict"]["kind"] for r in seen[4:]} == {"balanced"}
+    assert seen[-1]["run_seconds"] < seen[0]["run_seconds"]  # the grown cluster's run is shorter
     last = decisions[-1].groups[0]
     assert (last.action, last.reason) == ("kept", "the verdict holds it")
 
 
 def test_an_over_provisioned_data_group_shrinks_and_stays() -> None:
-    used, decisions = run_sequence(policy(), 4, 6, ratio=1)
+    seen: list[dict[str, Any]] = []
+    used, decisions = run_sequence(policy(), 4, 6, seen, ratio=1)
     assert used == [4, 4, 2, 2, 2, 2]
+    assert all(r["groups"][DATA].get("over_provisioned") for r in seen[:2])  # the runs with 4 data hosts
     change = decisions[2].groups[0]
     assert change.action == "changed" and change.signals == ["shrink:2", "shrink:2"]
     assert change.figures["cost_per_run_after"] < change.figures["cost_per_run"]
+    assert [d.groups[0].action for d in decisions] == ["kept", "kept", "changed", "kept", "kept", "kept"]
 
 
 def test_recommend_mode_changes_nothing_and_says_what_it_would_do() -> None:
@@ -72,7 +87,11 @@ def test_noisy_utilisation_around_a_threshold_does_not_oscillate() -> None:
     for end in range(1, 9):
         decision = decide(rs, {DATA: 2}, records[:end], fingerprint="fp", prices=PRICES)
         assert decision.counts == {DATA: 2}, decision.lines()
+        assert decision.groups[0].action == "kept", decision.lines()  # never changed, never undone
     assert decision.groups[0].reason == "the latest runs disagree"
+    # the noise is in the figures: the trainer busier on the runs with +5 points than on those with -5
+    trainer = [r["groups"][TRAIN]["busy_percent"] for r in records]
+    assert min(trainer[0::2]) > max(trainer[1::2])
 
 
 @pytest.mark.parametrize(

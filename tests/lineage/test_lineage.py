@@ -9,6 +9,7 @@ from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
+from support.example_jobs import example_job
 from support.moto_jobs import ROLE, MotoJobs, mocked_jobs
 
 from airflow_hetero._compat import AirflowFailException, Asset
@@ -16,22 +17,15 @@ from airflow_hetero.lineage.openlineage import s3_dataset_name
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.sensors import HeteroTrainingSensor
 
-JOB: dict[str, Any] = {
-    "role": ROLE,
-    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/hetero-train:latest",
-    "entry_point": "train.py",
-    "source_dir": "s3://code/src/sourcedir.tar.gz",
-    "output_path": "s3://bucket/models",
-    "base_job_name": "hetero-lineage",
-    "instance_groups": [
-        {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 2},
-        {"instance_group_name": "dnn_group", "instance_type": "ml.p3.2xlarge", "instance_count": 1},
-    ],
-    "inputs": {
+JOB = example_job(
+    "hetero-lineage",
+    role=ROLE,
+    output_path="s3://bucket/models",
+    inputs={
         "raw": {"s3_data": "s3://raw-bucket/week/2026-11-22/", "instance_groups": ["data_group"]},
         "config": {"s3_data": "s3://bucket/config/features.json"},  # no groups: every group
     },
-}
+)
 METRICS = [{"MetricName": "train:loss", "Value": 0.0125, "Timestamp": 1_700_000_000}]
 
 

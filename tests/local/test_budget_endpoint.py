@@ -16,7 +16,8 @@ from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
-from support.local_jobkit import BUCKET, ROLE
+from support.example_jobs import Group, example_job
+from support.local_jobkit import BUCKET
 from support.task_logs import record_logs
 
 from airflow_hetero._compat import AirflowFailException, TaskDeferred
@@ -75,22 +76,15 @@ def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def definition(code_dir: Path, mode: str, base: str, **dnn: Any) -> dict[str, Any]:
-    return {
-        "role": ROLE,
-        "output_path": f"s3://{BUCKET}/output",
-        "framework": "pytorch",
-        "framework_version": "2.1",
-        "py_version": "py310",
-        "entry_point": "train.py",
-        "source_dir": str(code_dir),
-        "base_job_name": base,
-        "hyperparameters": {"mode": mode},
-        "max_run": 600,
-        "instance_groups": [
-            {"instance_group_name": "data_group", "instance_type": DATA, "instance_count": 1},
-            {"instance_group_name": "dnn_group", "instance_type": TRAIN, "instance_count": 1, **dnn},
-        ],
-    }
+    return example_job(
+        base,
+        framework_version="2.1",
+        source_dir=str(code_dir),
+        output_path=f"s3://{BUCKET}/output",
+        groups=[Group("data_group", DATA), Group("dnn_group", TRAIN, 1, dnn)],
+        hyperparameters={"mode": mode},
+        max_run=600,
+    )
 
 
 def operator(code_dir: Path, mode: str = "ok", base: str = "budget", **kwargs: Any) -> HeteroTrainingOperator:

@@ -15,7 +15,8 @@ from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
-from support.local_jobkit import BUCKET, ROLE
+from support.example_jobs import Group, example_job
+from support.local_jobkit import BUCKET
 from support.task_logs import record_logs
 
 from airflow_hetero._compat import TaskDeferred
@@ -55,27 +56,16 @@ def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def operator(code_dir: Path, mode: str = "ok", **kwargs: Any) -> HeteroTrainingOperator:
-    job = {
-        "role": ROLE,
-        "output_path": f"s3://{BUCKET}/output",
-        "framework": "pytorch",
-        "framework_version": "2.1",
-        "py_version": "py310",
-        "entry_point": "train.py",
-        "source_dir": str(code_dir),
-        "base_job_name": "capacity",
-        "hyperparameters": {"mode": mode},
-        "max_run": 120,
-        "instance_groups": [
-            {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 1},
-            {
-                "instance_group_name": "dnn_group",
-                "instance_type": FIRST,
-                "instance_count": 1,
-                "fallback_instance_types": [SECOND, {"instance_type": THIRD, "instance_count": 2}],
-            },
-        ],
-    }
+    fallbacks = {"fallback_instance_types": [SECOND, {"instance_type": THIRD, "instance_count": 2}]}
+    job = example_job(
+        "capacity",
+        framework_version="2.1",
+        source_dir=str(code_dir),
+        output_path=f"s3://{BUCKET}/output",
+        groups=[Group("data_group", "ml.c5.xlarge"), Group("dnn_group", FIRST, 1, fallbacks)],
+        hyperparameters={"mode": mode},
+        max_run=120,
+    )
     kwargs.setdefault("deferrable", False)
     kwargs.setdefault("print_log", False)
     return HeteroTrainingOperator(task_id="train", job=job, aws_conn_id=CONN_ID, check_interval=0.2, **kwargs)

@@ -10,7 +10,8 @@ from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
-from support.local_jobkit import BUCKET, ROLE
+from support.example_jobs import example_job
+from support.local_jobkit import BUCKET
 from support.task_logs import record_logs
 
 from airflow_hetero._compat import AIRFLOW_V_3
@@ -50,22 +51,14 @@ def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def operator(code_dir: Path, mode: str, **kwargs: Any) -> HeteroTrainingOperator:
-    job = {
-        "role": ROLE,
-        "output_path": f"s3://{BUCKET}/output",
-        "framework": "pytorch",
-        "framework_version": "2.1",
-        "py_version": "py310",
-        "entry_point": "train.py",
-        "source_dir": str(code_dir),
-        "base_job_name": f"local-{mode}",
-        "hyperparameters": {"mode": mode},
-        "max_run": 120,
-        "instance_groups": [
-            {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 2},
-            {"instance_group_name": "dnn_group", "instance_type": "ml.p3.2xlarge", "instance_count": 1},
-        ],
-    }
+    job = example_job(
+        f"local-{mode}",
+        framework_version="2.1",
+        source_dir=str(code_dir),
+        output_path=f"s3://{BUCKET}/output",
+        hyperparameters={"mode": mode},
+        max_run=120,
+    )
     kwargs.setdefault("deferrable", False)
     return HeteroTrainingOperator(task_id="train", job=job, aws_conn_id=CONN_ID, check_interval=0.3, **kwargs)
 

@@ -22,7 +22,8 @@ from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
-from support.local_jobkit import BUCKET, ROLE
+from support.example_jobs import Group, example_job
+from support.local_jobkit import BUCKET
 
 from airflow_hetero import demo, example_dags
 from airflow_hetero._compat import TaskDeferred
@@ -62,22 +63,15 @@ def data(endpoint: LocalEndpoint) -> None:
 
 
 def definition(base: str, *, spot: bool, epoch_pause: float = 1.0, max_run: int = 600) -> dict[str, Any]:
-    job: dict[str, Any] = {
-        "role": ROLE,
-        "output_path": f"s3://{BUCKET}/output",
-        "framework": "pytorch",
-        "framework_version": "2.1",
-        "py_version": "py310",
-        "entry_point": "train.py",
-        "source_dir": str(CODE),
-        "base_job_name": base,
-        "hyperparameters": {"epochs": EPOCHS, "batch_size": 32, "epoch_pause": epoch_pause},
-        "max_run": max_run,
-        "instance_groups": [
-            {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 2},
-            {"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1},
-        ],
-        "inputs": {
+    job = example_job(
+        base,
+        framework_version="2.1",
+        source_dir=str(CODE),
+        output_path=f"s3://{BUCKET}/output",
+        groups=[Group("data_group", "ml.c5.xlarge", 2), Group("train_group", "ml.g5.xlarge")],
+        hyperparameters={"epochs": EPOCHS, "batch_size": 32, "epoch_pause": epoch_pause},
+        max_run=max_run,
+        inputs={
             "raw": {
                 "s3_data": f"s3://{BUCKET}/raw/",
                 "distribution": "ShardedByS3Key",
@@ -85,7 +79,7 @@ def definition(base: str, *, spot: bool, epoch_pause: float = 1.0, max_run: int 
             },
             "config": {"s3_data": f"s3://{BUCKET}/config/"},
         },
-    }
+    )
     if spot:
         job.update(use_spot_instances=True, max_wait=max_run, checkpoint_s3_uri=f"s3://{BUCKET}/checkpoints/{base}")
     return job

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -298,3 +299,20 @@ def test_capacity_overrides_set_the_devices_the_summary_divides_by() -> None:
     assert data["devices"] == {"cpus": 1, "gpus": None}
     assert (data["utilization"]["cpu"]["avg"], data["utilization"]["cpu"]["unit"]) == (90.0, "% of all vCPUs")
     assert summary["groups"]["dnn"]["utilization"]["cpu"]["avg"] == round(90 / 96, 2)
+
+
+def test_the_same_cpu_seconds_are_twice_the_share_of_half_the_vcpus() -> None:
+    """A host's CPUUtilization is a share of one core summed over cores (as the offline endpoint and SageMaker
+    report it), whatever its type; the summary divides it by the type's vCPUs from the package's table. So the
+    same work shows twice the share on ml.c5.xlarge (4 vCPUs) that it shows on ml.c5.2xlarge (8): what a
+    right-sizing move to a smaller type assumes (moved from the right-sizing DAG test)."""
+    at = START.timestamp() + 60
+    datapoints = {h: {"CPUUtilization": [(at, 60.0, 80.0)]} for h in ("algo-1", "algo-2", "algo-3")}
+    shares = {}
+    for kind in ("ml.c5.2xlarge", "ml.c5.xlarge"):
+        written: list[dict[str, Any]] = DESCRIBE["ResourceConfig"]["InstanceGroups"]  # type: ignore[index]
+        groups = [{**g, "InstanceType": kind} if g["InstanceGroupName"] == "data" else g for g in written]
+        describe = {**DESCRIBE, "ResourceConfig": {"InstanceGroups": groups}}
+        data = build_summary("job", describe, make_logs(), datapoints=datapoints)["groups"]["data"]
+        shares[kind] = data["utilization"]["cpu"]["avg"]
+    assert shares == {"ml.c5.2xlarge": 7.5, "ml.c5.xlarge": 15.0}

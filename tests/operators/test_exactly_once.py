@@ -18,6 +18,7 @@ from unittest.mock import MagicMock
 import boto3
 import pytest
 from botocore.config import Config
+from support.example_jobs import example_job
 from support.fault_proxy import FaultProxy, fault_proxy
 from support.moto_jobs import FAST, MotoJobs, aws_connection_env, hetero_request, moto_server
 from support.task_logs import record_logs
@@ -29,19 +30,7 @@ from airflow_hetero.job.outcome import TrainingJobTimeoutError
 from airflow_hetero.operators import HeteroTrainingOperator
 
 CONN_ID = "faulty_aws"
-JOB: dict[str, Any] = {
-    "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/hetero-train:latest",
-    "entry_point": "train.py",
-    "source_dir": "s3://code/src/sourcedir.tar.gz",
-    "output_path": "s3://bucket/output",
-    "base_job_name": "exactly-once",
-    "instance_groups": [
-        {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 2},
-        {"instance_group_name": "dnn_group", "instance_type": "ml.p3.2xlarge", "instance_count": 1},
-    ],
-    "max_run": 7200,
-}
+JOB = example_job("exactly-once", max_run=7200)
 #: botocore timeouts short enough that a held answer (6 s) times out, long enough that a slow
 #: answer from moto on a busy CI machine does not (retries are the hook's business).
 #: How long moto's reset may take to answer (a local server, on a loaded machine).

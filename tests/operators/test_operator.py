@@ -12,6 +12,7 @@ from unittest.mock import MagicMock
 
 import boto3
 import pytest
+from support.example_jobs import example_job
 from support.moto_jobs import FAST, ROLE, MotoJobs, hetero_request, mocked_jobs, put_logs, throttling, toolkit_startup
 from support.task_logs import record_logs
 
@@ -23,21 +24,13 @@ from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.operators.training import JOB_NAME_XCOM_KEY
 from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
-JOB: dict[str, Any] = {
-    "role": ROLE,
-    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/hetero-train:latest",
-    "entry_point": "train.py",
-    "source_dir": "s3://code/src/sourcedir.tar.gz",
-    "output_path": "s3://bucket/output",
-    "base_job_name": "hetero-test",
-    "instance_groups": [
-        {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 2},
-        {"instance_group_name": "dnn_group", "instance_type": "ml.p3.2xlarge", "instance_count": 1},
-    ],
-    "inputs": {"train": {"s3_data": "s3://bucket/train", "instance_groups": ["data_group"]}},
-    "hyperparameters": {"epochs": 2},
-    "max_run": 7200,
-}
+JOB = example_job(
+    "hetero-test",
+    role=ROLE,
+    inputs={"train": {"s3_data": "s3://bucket/train", "instance_groups": ["data_group"]}},
+    hyperparameters={"epochs": 2},
+    max_run=7200,
+)
 
 
 class WorkerDied(BaseException):

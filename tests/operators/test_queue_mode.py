@@ -17,6 +17,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import ANY, Stubber
+from support.example_jobs import example_job
 from support.task_logs import record_logs
 
 from airflow_hetero import sagemaker_facts as facts
@@ -33,19 +34,7 @@ from airflow_hetero.triggers.queue import HeteroQueuedTrainingTrigger, HeteroSer
 FAST = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.002)
 RUN_ID = "manual__2026-01-01"
 QUEUE_ARN = "arn:aws:batch:us-east-1:123456789012:job-queue/gpu-queue"
-JOB: dict[str, Any] = {
-    "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/hetero-train:latest",
-    "entry_point": "train.py",
-    "source_dir": "s3://code/src/sourcedir.tar.gz",
-    "output_path": "s3://bucket/output",
-    "base_job_name": "queued-retraining",
-    "instance_groups": [
-        {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 2},
-        {"instance_group_name": "dnn_group", "instance_type": "ml.p3.2xlarge", "instance_count": 1},
-    ],
-    "max_run": 7200,
-}
+JOB = example_job("queued-retraining", max_run=7200)
 IDENTITY = TaskIdentity("retrain", "train", RUN_ID)
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

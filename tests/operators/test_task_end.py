@@ -19,6 +19,7 @@ from unittest.mock import MagicMock
 
 import boto3
 import pytest
+from support.example_jobs import Group, example_job
 from support.moto_jobs import MotoJobs, aws_connection_env, hetero_request, mocked_jobs, moto_server, served_jobs
 from support.moto_jobs import create_job as create
 from support.trigger_runs import NO_BOTO_RETRY, first_event, triggers_on
@@ -34,16 +35,7 @@ from airflow_hetero.triggers import training as trigger_module
 
 CONN_ID = "moto_task_end"
 trigger = triggers_on(CONN_ID)
-JOB: dict[str, Any] = {
-    "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/hetero-train:latest",
-    "entry_point": "train.py",
-    "source_dir": "s3://code/src/sourcedir.tar.gz",
-    "output_path": "s3://bucket/output",
-    "base_job_name": "task-end",
-    "instance_groups": [{"instance_group_name": "g", "instance_type": "ml.c5.xlarge", "instance_count": 1}],
-    "max_run": 7200,
-}
+JOB = example_job("task-end", groups=[Group("g", "ml.c5.xlarge")], max_run=7200)
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import copy
 import pickle
 
 import pytest
+from support.example_jobs import example_job
 
 from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
 from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY
@@ -13,13 +14,14 @@ from airflow_hetero.pricing.settings import PriceSettings
 from airflow_hetero.sensors import HeteroTrainingSensor
 
 #: The smallest definition that passes the parse-time check.
-JOB = {
-    "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-    "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
-    "output_path": "s3://bucket/output",
-    "instance_type": "ml.c5.xlarge",
-    "instance_count": 1,
-}
+JOB = example_job(
+    image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
+    entry_point=None,
+    source_dir=None,
+    groups=None,
+    instance_type="ml.c5.xlarge",
+    instance_count=1,
+)
 
 
 def test_of_checks_and_copies_what_it_is_given() -> None:

@@ -1,24 +1,16 @@
 """Right-sizing end to end on the offline endpoint: the training script, the DAG file and the day-by-day runner
-that tests/dags/test_rightsizing_dag.py and tests/dags/test_rightsizing_noise_dag.py share.
+of tests/dags/test_rightsizing_dag.py.
 
 The training script (:data:`SCRIPT`) is a data group feeding a training group: ``batches`` batches, a data host
 prepares one in ``prep_seconds``, the trainer trains on one in ``train_seconds``; the data hosts share the
 batches. The run lasts ``batches x max(prep / n, train)`` seconds and each host keeps its CPU busy for its own
-work's share of it (at most ``duty``, a quarter of a core: the endpoint's hosts share the machine's cores, and
-the verdict's thresholds of :func:`dag_text` are the defaults scaled by the same quarter). Optional
-hyperparameters make a run differ from the model on purpose, deterministically:
-
-* ``jitter`` with ``day`` (``"{{ ds }}"``): the trainer's time per batch is ``train x (1 - jitter)`` on odd days of
-  the month and ``train x (1 + jitter)`` on even ones (noise around a threshold, the same on every machine);
-* ``slow_hosts`` with ``slow_factor``: with that many data hosts, preparing a batch takes ``slow_factor`` times
-  as long (the data came from a slower store: a change that makes the run slower);
-* ``fail_on`` with ``day``: the run fails on that day (the script raises).
+work's share of it (at most ``duty``, a quarter of a core: the endpoint's hosts share the machine's cores).
 """
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -29,6 +21,7 @@ import pytest
 
 from airflow_hetero.local import LocalEndpoint
 from support.dag_files import dag_file
+from support.example_jobs import Group, example_job
 
 BUCKET = "rightsizing-dag"
 START = pendulum.datetime(2026, 3, 1, tz="UTC")
@@ -42,14 +35,7 @@ env = runtime.environment()
 hp = env.hyperparameters
 batches, duty = int(hp["batches"]), float(hp["duty"])
 prep, train = float(hp["prep_seconds"]), float(hp["train_seconds"])
-day = str(hp.get("day", "")).strip('"')
-if day and day == str(hp.get("fail_on", "")).strip('"'):
-    raise RuntimeError(f"the data of {day} is unreadable")
-if day and float(hp.get("jitter", 0)):
-    train *= 1 + float(hp["jitter"]) * (1 if int(day[-2:]) % 2 == 0 else -1)
 data_hosts = len(env.group_hosts("data_group"))
-if data_hosts == int(hp.get("slow_hosts", 0)):
-    prep *= float(hp["slow_factor"])
 run = batches * max(prep / data_hosts, train)
 own = batches * prep / data_hosts if env.current_instance_group == "data_group" else batches * train
 share = duty * own / run  # of one core, over the run
@@ -71,36 +57,8 @@ _DAG_FILE = textwrap.dedent(
     from airflow.providers.common.compat.sdk import DAG
     from airflow_hetero.operators import HeteroLogSummaryOperator, HeteroTrainingOperator
 
-    QUARTER = 0.25  # of a core: the hosts' duty, and the scale of the verdict's thresholds
-    THRESHOLDS = {
-        "busy_percent": 18, "waiting_percent": 15, "idle_percent": 2.5,
-        "over_provisioned_percent": 12.5, "target_percent": 20,
-    }
-    ONE_CORE = {"ml.c5.xlarge": {"cpus": 1}, "ml.g5.xlarge": {"cpus": 1, "gpus": 1}}
     SPECS = @SPECS@
-
-
-    def job(spec):
-        return {
-            "role": "arn:aws:iam::123456789012:role/SageMakerRole",
-            "framework": "pytorch",
-            "framework_version": "2.0",
-            "py_version": "py310",
-            "entry_point": "pipeline.py",
-            "source_dir": "rightsizing_code",
-            "output_path": "s3://@BUCKET@/models",
-            "base_job_name": "rightsize",
-            "instance_groups": [
-                {"instance_group_name": "data_group", "instance_type": spec.get("data_type", "ml.c5.xlarge"),
-                 "instance_count": spec["data_count"]},
-                {"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1},
-            ],
-            "hyperparameters": {
-                "batches": spec.get("batches", 40), "prep_seconds": spec["prep"], "train_seconds": spec["train"],
-                "duty": QUARTER, **spec.get("hyperparameters", {}),
-            },
-            "max_run": 600,
-        }
+    JOBS = @JOBS@
 
 
     for name, spec in SPECS.items():
@@ -113,33 +71,50 @@ _DAG_FILE = textwrap.dedent(
         ) as dag:
             HeteroTrainingOperator(
                 task_id="train",
-                job=job(spec),
+                job=JOBS[name],
                 check_interval=0.5,
-                fallback_instance_types={"data_group": spec["types"][1:]} if "types" in spec else None,
                 rightsizing={
-                    "groups": {"data_group": {"min_count": 1, "max_count": 8, "types": spec.get("types")}},
+                    "groups": {"data_group": {"min_count": 1, "max_count": 8}},
                     "mode": "apply",
-                    # runs of a few seconds on a shared machine differ by a second
-                    "tolerance": spec.get("tolerance", 0.25),
+                    "objective": spec["objective"],
                 },
             ) >> HeteroLogSummaryOperator(
                 task_id="summarize",
                 training_task_id="train",
                 trigger_rule="all_done",
-                verdict_thresholds=THRESHOLDS,
-                capacity_overrides=spec.get("capacity_overrides", ONE_CORE),
+                verdict_thresholds=spec["thresholds"],
+                capacity_overrides=spec["capacity_overrides"],
             )
         globals()[dag.dag_id] = dag
     '''
 )
 
 
+def job(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The training job of a spec: ``data_count`` data hosts, ``prep`` and ``train`` seconds per batch, optional
+    ``batches`` (40); each host busy a quarter of a core at most."""
+    return example_job(
+        "rightsize",
+        framework_version="2.0",
+        entry_point="pipeline.py",
+        source_dir="rightsizing_code",
+        output_path=f"s3://{BUCKET}/models",
+        groups=[Group("data_group", "ml.c5.xlarge", spec["data_count"]), Group("train_group", "ml.g5.xlarge")],
+        hyperparameters={
+            "batches": spec.get("batches", 40),
+            "prep_seconds": spec["prep"],
+            "train_seconds": spec["train"],
+            "duty": 0.25,  # of a core: the endpoint's hosts share the machine's cores
+        },
+        max_run=600,
+    )
+
+
 def dag_text(specs: Mapping[str, Mapping[str, Any]]) -> str:
-    """A DAG file with one DAG ``rightsizing_<name>`` per spec: ``data_count`` data hosts as written,
-    ``prep`` and ``train`` seconds per batch, optional ``batches`` (40) and extra ``hyperparameters``; optional
-    ``data_type`` (ml.c5.xlarge), ``types`` the data group may move between (its type first, the others its
-    fallbacks), the policy's ``tolerance`` (0.25) and the summary's ``capacity_overrides`` (ONE_CORE)."""
-    return _DAG_FILE.replace("@SPECS@", repr(dict(specs))).replace("@BUCKET@", BUCKET)
+    """A DAG file with one DAG ``rightsizing_<name>`` per spec, running :func:`job` of the spec: the policy's
+    ``objective``, the summary's verdict ``thresholds`` and ``capacity_overrides``."""
+    jobs = {name: job(spec) for name, spec in specs.items()}
+    return _DAG_FILE.replace("@SPECS@", repr(dict(specs))).replace("@JOBS@", repr(jobs))
 
 
 @contextmanager
@@ -182,29 +157,20 @@ def dag_fixtures(name: str, text: str) -> tuple[Any, Any]:
     return endpoint_fixture, dag_module_fixture
 
 
-def run_days(
-    dag: Any,
-    most: int,
-    endpoint: LocalEndpoint,
-    *,
-    until: Callable[[list[dict[str, Any]]], bool] | None = None,
-    failing: frozenset[int] = frozenset(),
-) -> list[dict[str, Any]]:
-    """Run ``dag`` once per logical date, one day apart, ``most`` times or until ``until(runs)`` holds. The
-    training task succeeds, except on the days (0-based) in ``failing``, where it fails; the summary always
-    succeeds. Per run: the data group's count and instance type the job really ran (DescribeTrainingJob), the
-    training task's decision and return value (None when it failed), the summary's record, next decision and
+def run_days(dag: Any, days: int, endpoint: LocalEndpoint) -> list[dict[str, Any]]:
+    """Run ``dag`` once per logical date, one day apart, ``days`` times; the training task and the summary
+    succeed. Per run: the data group's count and instance type the job really ran (DescribeTrainingJob), the
+    training task's decision and the ``rightsizing`` of its return value, the summary's record, next decision and
     the summary itself."""
     from airflow_hetero._compat import AIRFLOW_V_3
 
     sagemaker = endpoint.client("sagemaker")
     runs: list[dict[str, Any]] = []
-    for day in range(most):
+    for day in range(days):
         when = START + timedelta(days=day)
         dag_run = dag.test(logical_date=when) if AIRFLOW_V_3 else dag.test(execution_date=when)
         tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
-        expected = "failed" if day in failing else "success"
-        assert {t: str(ti.state) for t, ti in tis.items()} == {"train": expected, "summarize": "success"}
+        assert {t: str(ti.state) for t, ti in tis.items()} == {"train": "success", "summarize": "success"}
         train = tis["train"]
         result = train.xcom_pull(task_ids="train")
         name = train.xcom_pull(task_ids="train", key="training_job_name")
@@ -214,15 +180,14 @@ def run_days(
             {
                 "ran": ran["data_group"]["InstanceCount"],
                 "type": ran["data_group"]["InstanceType"],
+                "job_name": name,
                 "decision": train.xcom_pull(task_ids="train", key="rightsizing"),
-                "result": result["rightsizing"] if result else None,
+                "result": result["rightsizing"],
                 "record": train.xcom_pull(task_ids="summarize", key="rightsizing_record"),
                 "next": train.xcom_pull(task_ids="summarize", key="rightsizing"),
                 "summary": train.xcom_pull(task_ids="summarize"),
             }
         )
-        if until is not None and until(runs):
-            break
     return runs
 
 
