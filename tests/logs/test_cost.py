@@ -18,7 +18,8 @@ from airflow_hetero.pricing.price_list import Price
 def judge_groups(groups: dict[str, Any], **kwargs: Any) -> Any:
     """The verdict of groups holding SageMaker's summed figures, converted per device as build_summary does
     (in place: the cost reads the same groups)."""
-    from airflow_hetero.logs.capacity import capacity, per_device_series, per_device_utilization
+    from airflow_hetero.logs.capacity import per_device_series, per_device_utilization
+    from airflow_hetero.sagemaker_facts import capacity
 
     for g in groups.values():
         if "devices" not in g:
