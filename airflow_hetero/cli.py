@@ -439,7 +439,7 @@ def _cost(args: argparse.Namespace) -> int:
 
 
 def _instance_types(args: argparse.Namespace) -> int:
-    from airflow_hetero.definition.instance_types import training_instance_types
+    from airflow_hetero.definition.facts.instance_types import training_instance_types
 
     for name in sorted(training_instance_types()):
         print(name)

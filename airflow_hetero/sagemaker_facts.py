@@ -161,7 +161,7 @@ QUOTA_INCREASE_ADVICE = (
 )
 
 # Managed spot, warm pools, training plans, instance preferences (DESIGN.md section 9). Each is the service's
-# own sentence, quoted in the refusals of both forms and the offline endpoint (definition/option_rules.py).
+# own sentence, quoted in the refusals of both forms and the offline endpoint (definition/rules/option_rules.py).
 #: botocore's ``StoppingCondition.MaxWaitTimeInSeconds`` (sagemaker 2017-07-24 model).
 MAX_WAIT_AT_LEAST_RUNTIME = "It must be equal to or greater than MaxRuntimeInSeconds."
 #: The SageMaker guide, "Managed Spot Training": spot needs a MaxWait.
