@@ -377,7 +377,8 @@ def cli_prices(args: argparse.Namespace, types: Sequence[str]) -> tuple[dict[str
 
 def budget_of(args: argparse.Namespace, request: dict[str, Any]) -> tuple[BudgetPlan | None, str | None]:
     """What the operator's budget (``--max-cost``) does to ``request``: its plan, or why it refuses."""
-    from airflow_hetero.job.budget import BudgetError, instance_types_of, plan_request_budget, price_sources
+    from airflow_hetero.job.budget import BudgetError, instance_types_of, plan_request_budget
+    from airflow_hetero.pricing.settings import price_sources
 
     if args.max_cost is None:
         return None, None
@@ -438,7 +439,7 @@ def _cost(args: argparse.Namespace) -> int:
 
 
 def _instance_types(args: argparse.Namespace) -> int:
-    from airflow_hetero.definition.instance_types import training_instance_types
+    from airflow_hetero.definition.facts.instance_types import training_instance_types
 
     for name in sorted(training_instance_types()):
         print(name)

@@ -1,13 +1,17 @@
-"""SageMaker's constants, stated once: defaults, limits and the SDK's hyperparameter names (stdlib only).
+"""SageMaker's constants, stated once: defaults, limits, the SDK's hyperparameter names and the vCPUs and
+GPUs of an instance type (stdlib only).
 
-definition/, job/ and local/ read them from here; the module sits on the bottom floor and imports
-nothing, so every part can. Two copies stay, each pinned equal by a test
+definition/, job/, logs/ and local/ read them from here; the module sits on the bottom floor and imports
+nothing of the package, so every part can. Two copies stay, each pinned equal by a test
 (``tests/package/test_sagemaker_facts.py``): ``runtime`` ships alone into training containers and
 the host-name resolver (``local/host/resolver.py``) runs inside host processes, so neither imports
 the package.
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
 
 #: MaxRuntimeInSeconds when a request or definition gives none (the SDK's and the service's default).
 DEFAULT_MAX_RUNTIME_SECONDS = 86400
@@ -21,6 +25,73 @@ MAX_INSTANCE_GROUPS = 5
 ACCELERATOR_FAMILY_PREFIXES = (("trn", "trainium"), ("inf", "inferentia"), ("g", "gpu"), ("p", "gpu"))
 #: The kind of a family no prefix of :data:`ACCELERATOR_FAMILY_PREFIXES` matches.
 CPU_ONLY = "cpu"
+
+# The devices of an instance type: vCPUs follow EC2's size rule (``medium`` = 1, ``large`` = 2, ``xlarge`` = 4,
+# ``Nxlarge`` = 4N); GPUs come from the table below (GPU families only). Anything unknown is None; the log summary
+# divides utilisation by them (its ``capacity_overrides`` win) and right-sizing weighs a move between types by them.
+_INSTANCE_TYPE = re.compile(r"^ml\.(?P<family>[a-z][a-z0-9-]*)\.(?P<size>[a-z0-9-]+)$")
+_XLARGE = re.compile(r"^(?P<n>\d*)xlarge$")
+
+#: GPUs per instance by family and size (``*`` = every other size of the family).
+GPUS: dict[str, dict[str, int]] = {
+    "p2": {"xlarge": 1, "8xlarge": 8, "16xlarge": 16},
+    "p3": {"2xlarge": 1, "8xlarge": 4, "16xlarge": 8},
+    "p3dn": {"*": 8},
+    "p4d": {"*": 8},
+    "p4de": {"*": 8},
+    "p5": {"*": 8},
+    "p5e": {"*": 8},
+    "p5en": {"*": 8},
+    "p6-b200": {"*": 8},
+    "g4dn": {"12xlarge": 4, "metal": 8, "*": 1},
+    "g5": {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8, "*": 1},
+    "g6": {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8, "*": 1},
+    "g6e": {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8, "*": 1},
+}
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Devices of one instance: vCPUs and GPUs (None when not known)."""
+
+    cpus: int | None
+    gpus: int | None
+
+
+def vcpus(instance_type: str) -> int | None:
+    """``ml.c5.18xlarge`` -> 72 by EC2's size rule; None for sizes the rule does not cover (metal)."""
+    match = _INSTANCE_TYPE.match(instance_type)
+    if not match:
+        return None
+    size = match.group("size")
+    if size == "medium":
+        return 1
+    if size == "large":
+        return 2
+    sized = _XLARGE.match(size)
+    if not sized:
+        return None
+    return 4 * int(sized.group("n") or 1)
+
+
+def gpus(instance_type: str) -> int | None:
+    """GPUs of a GPU family's instance type; 0 for other known shapes; None when not parseable."""
+    match = _INSTANCE_TYPE.match(instance_type)
+    if not match:
+        return None
+    table = GPUS.get(match.group("family"))
+    if table is None:
+        return 0
+    return table.get(match.group("size"), table.get("*"))
+
+
+def capacity(instance_type: str | None) -> Capacity:
+    """vCPUs and GPUs of ``instance_type`` (both None when it is None or unknown)."""
+    if not instance_type:
+        return Capacity(None, None)
+    return Capacity(vcpus(instance_type), gpus(instance_type))
+
+
 #: The package's own variable in a (local) host: host name -> address, as JSON.
 HOST_ADDRESSES_ENV = "AIRFLOW_HETERO_HOST_ADDRESSES"
 
@@ -90,7 +161,7 @@ QUOTA_INCREASE_ADVICE = (
 )
 
 # Managed spot, warm pools, training plans, instance preferences (DESIGN.md section 9). Each is the service's
-# own sentence, quoted in the refusals of both forms and the offline endpoint (definition/option_rules.py).
+# own sentence, quoted in the refusals of both forms and the offline endpoint (definition/rules/option_rules.py).
 #: botocore's ``StoppingCondition.MaxWaitTimeInSeconds`` (sagemaker 2017-07-24 model).
 MAX_WAIT_AT_LEAST_RUNTIME = "It must be equal to or greater than MaxRuntimeInSeconds."
 #: The SageMaker guide, "Managed Spot Training": spot needs a MaxWait.

@@ -32,8 +32,8 @@ def load() -> dict[str, Any]:
 
 def placeholders() -> dict[str, Any]:
     """Values the examples refer to as {name}: computed, not copied."""
-    from airflow_hetero.definition.images import catalogue
-    from airflow_hetero.definition.instance_types import training_instance_types
+    from airflow_hetero.definition.facts.images import catalogue
+    from airflow_hetero.definition.facts.instance_types import training_instance_types
 
     torch = catalogue()["frameworks"]["pytorch"]
     known = sorted(set(torch["versions"]) | set(torch["version_aliases"]), key=_version_key)

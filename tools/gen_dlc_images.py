@@ -8,7 +8,7 @@ Run with an interpreter that has the SDK (it is not a dependency of this package
 Writes ``airflow_hetero/definition/data/dlc_training_images.json`` (the training-image part of the
 SDK's ``image_uri_config`` for PyTorch and TensorFlow, plus ECR hostnames per region) and
 ``tests/data/dlc_image_samples.json`` (URIs the SDK's ``image_uris.retrieve`` returns, which
-the tests compare ``airflow_hetero.definition.images`` against).
+the tests compare ``airflow_hetero.definition.facts.images`` against).
 """
 
 from __future__ import annotations

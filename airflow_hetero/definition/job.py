@@ -1,7 +1,7 @@
 """Typed definitions of a SageMaker heterogeneous-cluster training job, and how to load one.
 
 :class:`HeteroTrainingJob` is the job's fields (:mod:`airflow_hetero.definition.model`) plus its
-cross-field rules (:mod:`airflow_hetero.definition.cross_field`). Every rule the service (or the SDK, or
+cross-field rules (:mod:`airflow_hetero.definition.rules.cross_field`). Every rule the service (or the SDK, or
 the training container) would enforce later is checked here, at DAG-parse time, and all problems
 are reported at once with the path of the field: see ``docs/definitions.md``.
 
@@ -10,16 +10,16 @@ This module imports neither Airflow nor boto3/botocore.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError, ValidatorFunctionWrapHandler, model_validator
 
-from airflow_hetero.definition import checks, cross_field
 from airflow_hetero.definition.errors import JobDefinitionError, Problem
 from airflow_hetero.definition.input_file import InputLimits, read_definition_file
 from airflow_hetero.definition.model import InstanceGroup, JobFields, ShuffleConfig, TrainingInput
+from airflow_hetero.definition.rules import checks, cross_field
 
 __all__ = [
     "HeteroTrainingJob",
@@ -52,10 +52,26 @@ class HeteroTrainingJob(JobFields):
         if isinstance(raw, Mapping):
             line_errors.extend(map(checks.line_error, cross_field.cross_field(raw)))
         if job is not None and not line_errors:
-            line_errors.extend(map(checks.line_error, cross_field.after_encoding(job)))
+            line_errors.extend(map(checks.line_error, after_encoding(job)))
         if line_errors:
             raise ValidationError.from_exception_data(cls.__name__, line_errors)
         return job
+
+
+def after_encoding(job: JobFields) -> Iterator[Problem]:
+    """The rule only the encoded request shows: the entry count, on what the SDK would send (with its
+    sagemaker_* keys); needs a valid job, so it runs after the fields and the cross-field rules."""
+    from airflow_hetero.definition.build.hyperparameters import sdk_hyperparameters
+
+    encoded = sdk_hyperparameters(job, job_name="x" * 63, region="ap-southeast-3")
+    if len(encoded) > checks.MAX_HYPERPARAMETERS:
+        yield Problem(
+            ("hyperparameters",),
+            (
+                f"{len(encoded)} entries after adding the SDK's sagemaker_* keys; SageMaker allows "
+                f"at most {checks.MAX_HYPERPARAMETERS}"
+            ),
+        )
 
 
 def load_job(

@@ -1,8 +1,8 @@
 """The shape of a SageMaker heterogeneous-cluster training-job definition (pure).
 
 Field names follow the SageMaker Python SDK's estimator arguments, so an estimator moves over
-unchanged. Each field is checked on its own here (:mod:`airflow_hetero.definition.checks`); the
-rules that span fields read these models from :mod:`airflow_hetero.definition.cross_field`, and
+unchanged. Each field is checked on its own here (:mod:`airflow_hetero.definition.rules.checks`); the
+rules that span fields read these models from :mod:`airflow_hetero.definition.rules.cross_field`, and
 :class:`airflow_hetero.definition.job.HeteroTrainingJob` puts the two together. Imports neither
 Airflow nor boto3/botocore.
 """
@@ -16,9 +16,9 @@ from typing import Any, ClassVar, Literal, Self, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic._internal._model_construction import ModelMetaclass
 
-from airflow_hetero.definition import checks
-from airflow_hetero.definition.distribution import distribution_group
 from airflow_hetero.definition.errors import JobDefinitionError
+from airflow_hetero.definition.rules import checks
+from airflow_hetero.definition.rules.distribution import distribution_group
 from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS, MAX_INSTANCE_GROUPS
 
 __all__ = ["InstanceGroup", "JobFields", "ShuffleConfig", "TrainingInput"]

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from airflow_hetero.definition.fallbacks import Candidate
+    from airflow_hetero.definition.build.source import SourceUpload
     from airflow_hetero.definition.job import HeteroTrainingJob
     from airflow_hetero.definition.raw_request.provider_config import ProviderSteps
-    from airflow_hetero.definition.source import SourceUpload
+    from airflow_hetero.definition.rules.fallbacks import Candidate
 
 __all__ = ["DefinitionJob", "Submittable", "load_submittable"]
 
@@ -63,7 +63,7 @@ class DefinitionJob:
     @property
     def base_job_name(self) -> str:
         """The definition's ``base_job_name``, or the SDK's default (the image's repository name)."""
-        from airflow_hetero.definition.definition_request import base_job_name
+        from airflow_hetero.definition.build.definition_request import base_job_name
 
         return base_job_name(self.job)
 
@@ -76,8 +76,8 @@ class DefinitionJob:
     def steps(self) -> ProviderSteps:
         """A role name as ``role`` to expand (as the SDK's ``expand_role``), else nothing (the code upload
         is :meth:`source_upload`)."""
+        from airflow_hetero.definition.facts.roles import is_role_name
         from airflow_hetero.definition.raw_request.provider_config import ProviderSteps
-        from airflow_hetero.definition.roles import is_role_name
 
         if not is_role_name(self.job.role):
             return ProviderSteps()
@@ -86,7 +86,7 @@ class DefinitionJob:
     @property
     def fallbacks(self) -> dict[str, list[Candidate]]:
         """Each group's ``fallback_instance_types``, or the argument's list for the groups it names."""
-        from airflow_hetero.definition.fallbacks import resolved
+        from airflow_hetero.definition.rules.fallbacks import resolved
 
         groups = [(g.instance_group_name, g.instance_type, g.instance_count) for g in self.job.instance_groups or []]
         field = {g.instance_group_name: g.fallback_instance_types for g in self.job.instance_groups or []}
@@ -95,13 +95,13 @@ class DefinitionJob:
     def build(self, *, job_name: str, region: str, role_arn: str | None = None) -> dict[str, Any]:
         """The request the SageMaker Python SDK v2 sends for the definition; ``role_arn``: what a role
         name as ``role`` expanded to (required then)."""
-        from airflow_hetero.definition.definition_request import build_training_request
+        from airflow_hetero.definition.build.definition_request import build_training_request
 
         return build_training_request(self.job, job_name=job_name, region=region, role_arn=role_arn)
 
     def source_upload(self, job_name: str, base_dir: Path) -> SourceUpload | None:
         """A local ``source_dir`` (or entry point) packaged for ``job_name``; None when the code is in S3."""
-        from airflow_hetero.definition.source import source_upload
+        from airflow_hetero.definition.build.source import source_upload
 
         return source_upload(self.job, job_name, base=base_dir)
 
@@ -121,8 +121,8 @@ def load_submittable(source: Mapping[str, Any], *, request: bool, fallbacks: Any
 
     if fallbacks is None:
         return DefinitionJob(load_job(source))
-    from airflow_hetero.definition.cross_field import fallback_problems
-    from airflow_hetero.definition.fallbacks import ARGUMENT
+    from airflow_hetero.definition.rules.cross_field import fallback_problems
+    from airflow_hetero.definition.rules.fallbacks import ARGUMENT
 
     try:
         job = load_job(source)

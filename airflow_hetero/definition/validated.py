@@ -32,6 +32,8 @@ from airflow_hetero.definition.cache_folder import cache_folder as _folder
 __all__ = ["cache_dir", "check_at_parse", "definition_key", "dependencies", "has_template", "validate_once"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+#: The definition's code folders below it (every module of each is a dependency, as the folder itself).
+_CODE_FOLDERS = ("raw_request", "rules", "build", "facts")
 #: First line of every marker; a new layout gets a new header, so an old marker is only a miss.
 _HEADER = "airflow-hetero validated definition 2"
 
@@ -51,11 +53,12 @@ def dependencies() -> list[str] | None:
     """
     import importlib.util
 
-    from airflow_hetero.definition.service_model import InstanceTypeCatalogError, sagemaker_model_path
+    from airflow_hetero.definition.facts.service_model import InstanceTypeCatalogError, sagemaker_model_path
 
     data = os.path.join(_HERE, "data")
-    raw_request = os.path.join(_HERE, "raw_request")
-    paths = [_HERE, data, raw_request, *_files(_HERE, ".py"), *_files(raw_request, ".py"), *_files(data, ".json")]
+    folders = [os.path.join(_HERE, name) for name in _CODE_FOLDERS]
+    paths = [_HERE, data, *folders, *_files(_HERE, ".py"), *(f for d in folders for f in _files(d, ".py"))]
+    paths += _files(data, ".json")
     try:
         model = str(sagemaker_model_path())  # the instance types come from it
     except InstanceTypeCatalogError:
@@ -198,7 +201,7 @@ def _validate_cached(
     marker = os.path.join(folder, key[:2], key) if folder is not None and key is not None else None
     if marker is not None and _unchanged(marker):
         return
-    from airflow_hetero.definition.fallbacks import check_argument
+    from airflow_hetero.definition.rules.fallbacks import check_argument
     from airflow_hetero.definition.submittable import load_submittable
 
     paths = dependencies() if marker is not None else None

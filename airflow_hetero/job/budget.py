@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,6 @@ __all__ = [
     "missing_prices",
     "plan_budget",
     "plan_request_budget",
-    "price_sources",
     "requested_runtime",
 ]
 
@@ -149,7 +148,7 @@ def plan_budget(
     *,
     min_runtime: int,
     stop_window: int = STOP_SIGNAL_WINDOW_SECONDS,
-    currency: str = "USD",
+    currency: str,
 ) -> BudgetPlan:
     """The runtime cap: the longest run whose worst case (``per_hour`` x (cap + ``stop_window``)) fits what is
     left, at most ``requested``; BudgetError when it is below ``min_runtime`` seconds."""
@@ -168,17 +167,9 @@ def plan_budget(
     return BudgetPlan(max_cost, spent, per_hour, requested, cap, stop_window)
 
 
-def price_sources(overrides: Iterable[str], use_api: bool, off_switch: str = "use_pricing_api=False") -> str:
-    """The price sources a budget asks, in order, as its refusals name them (``off_switch``: how the Price
-    List was turned off, the operator's argument or the CLI's flag)."""
-    given = f"prices= ({', '.join(sorted(overrides)) or 'none given'})"
-    if not use_api:
-        return f"{given}; the Price List Query API was not asked ({off_switch})"
-    return f"{given}, then the Price List Query API (pricing:GetProducts, USD)"
-
-
 def price_problem(instance_type: str, reason: str | None, sources: str) -> BudgetError:
-    """The refusal for a type without a price: the type, why, and the sources tried (a budget never guesses)."""
+    """The refusal for a type without a price: the type, why, and the sources tried
+    (:func:`airflow_hetero.pricing.settings.price_sources`; a budget never guesses)."""
     return BudgetError(
         f"no price for {instance_type}: {reason or 'no source knows it'} (sources tried: {sources}); a budget "
         f"never guesses a price: give prices={{'{instance_type}': <price per instance-hour>}}; nothing was submitted"
@@ -194,7 +185,7 @@ def plan_request_budget(
     sources: str,
     min_runtime: int,
     stop_window: int = STOP_SIGNAL_WINDOW_SECONDS,
-    currency: str = "USD",
+    currency: str,
 ) -> BudgetPlan:
     """The budget of ``request`` after the ``earlier`` jobs (DescribeTrainingJob answers) of the task instance;
     ``prices``: instance type -> (price per instance-hour or None, why none). BudgetError: a price is unknown

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from airflow_hetero.definition.fallbacks import with_cluster
+from airflow_hetero.definition.rules.fallbacks import with_cluster
 from airflow_hetero.job.capacity_failure import CapacityFailure
 from airflow_hetero.job.resource_config import instance_groups
 

@@ -12,18 +12,32 @@ count cannot, one type at a time, and only in the direction of the objective:
 
 A type counted undone before, a type without vCPU/GPU figures or without a price is never chosen; a group's own
 type is always one of its types, and a type moved to that its types no longer list goes back to the one written
-(:func:`written_back`). The instance facts are given by the caller: vCPUs and GPUs from
-:mod:`airflow_hetero.logs.capacity` or the summary's ``capacity_overrides`` (:func:`seen_facts`), prices from
-the operator's price settings and the Price List (:func:`instance_facts` is the operator's table of both).
+(:func:`written_back`). The instance facts: vCPUs and GPUs from SageMaker's facts
+(:func:`instance_facts`, :func:`airflow_hetero.sagemaker_facts.capacity`) or the summary's ``capacity_overrides``
+(:func:`seen_facts`), prices from the operator's price settings and the Price List (given by the caller).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["TypeStep", "carried_types", "next_type", "seen_facts", "small_in", "written_back"]
+from airflow_hetero.sagemaker_facts import capacity
+
+if TYPE_CHECKING:
+    from airflow_hetero.definition.rightsizing import GroupFacts, RightSizing
+
+__all__ = [
+    "TypeStep",
+    "carried_types",
+    "instance_facts",
+    "next_type",
+    "seen_facts",
+    "small_in",
+    "type_inputs",
+    "written_back",
+]
 
 
 @dataclass(frozen=True)
@@ -181,3 +195,20 @@ def written_back(
             types[group] = own
             notes[group] = f"{kind} is not in its types: back to {own} as written"
     return notes
+
+
+def instance_facts(types: list[str]) -> dict[str, dict[str, int | None]]:
+    """Instance type -> ``{"cpus": n, "gpus": n}`` (None where SageMaker's facts do not know)."""
+    return {t: {"cpus": c.cpus, "gpus": c.gpus} for t in types for c in (capacity(t),)}
+
+
+def type_inputs(
+    policy: RightSizing, groups: Mapping[str, GroupFacts], previous: Mapping[str, Any] | None, fingerprint: str
+) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int | None]]]:
+    """(the managed groups' types as written, the types the next run would use, the facts of every type the
+    groups run or may move to)."""
+    written = {g: groups[g].instance_type for g in policy.groups}
+    types = carried_types(previous, fingerprint, written, policy.mode)
+    listed = {t for b in policy.groups.values() for t in b.types or []}
+    every = sorted({f.instance_type for f in groups.values()} | set(types.values()) | listed)
+    return written, types, instance_facts(every)

@@ -16,7 +16,7 @@ def normalize_uri(uri: str) -> str:
 
 def model_asset_extra(result: dict[str, Any], cost: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The asset event extra for a completed job: job name, model artifact, groups, final metrics and
-    what the run cost (:func:`airflow_hetero.logs.cost.billed_cost`; left out when not given)."""
+    what the run cost (:func:`airflow_hetero.pricing.billing.billed_cost`; left out when not given)."""
     extra = {
         "training_job_name": result.get("training_job_name"),
         "model_artifacts": result.get("model_artifacts"),

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.hooks.training import HeteroTrainingHook
-    from airflow_hetero.logs.shape import BilledCost
+    from airflow_hetero.pricing.billing import BilledCost
     from airflow_hetero.pricing.settings import PriceSettings
 
     F = TypeVar("F", bound=Callable[..., Any])  # for type checkers only: creating it costs a parse
@@ -82,9 +82,9 @@ class JobOutputsMixin:
         context["outlet_events"][self.model_asset].extra = model_asset_extra(result, self.run_cost(result))
 
     def run_cost(self, result: dict[str, Any]) -> BilledCost:
-        """What the run cost (:func:`airflow_hetero.logs.cost.billed_cost`), its groups priced through the
+        """What the run cost (:func:`airflow_hetero.pricing.billing.billed_cost`), its groups priced through the
         task's hook like the summary operator's; a lookup that fails makes the total unknown, not the task."""
-        from airflow_hetero.logs.cost import billed_cost
+        from airflow_hetero.pricing.billing import billed_cost
         from airflow_hetero.pricing.price_list import unknown
 
         groups = list(result.get("instance_groups") or [])

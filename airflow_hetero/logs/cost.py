@@ -13,21 +13,22 @@ Formulas (documented in docs/instance-groups.md):
   verdict's model is ``T x u / min(target, u x m / n)`` (u: the waiting group's busy percent): the
   waiting group's utilisation grows with the bottleneck's count until it reaches the target; per run
   the new hourly cost of every group over the new length minus the old cost;
-* an over-provisioned group from n to k: ``-(n - k) x price`` per hour, the run's length unchanged;
-* the run's cost in the model asset's extra (:func:`billed_cost`): the job's BillableTimeInSeconds x
-  every group's count x price / 3600 (docs/lineage.md).
+* an over-provisioned group from n to k: ``-(n - k) x price`` per hour, the run's length unchanged.
+
+The run's cost in the model asset's extra is pricing arithmetic, not the summary's:
+:func:`airflow_hetero.pricing.billing.billed_cost`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from airflow_hetero.pricing.billing import cluster_hourly, money
 from airflow_hetero.pricing.price_list import Price
 
 if TYPE_CHECKING:  # the summary's shape loads when a task runs, not when a DAG file is parsed
     from airflow_hetero.logs.shape import (
-        BilledCost,
         Cost,
         GroupCost,
         GroupSummary,
@@ -39,10 +40,6 @@ if TYPE_CHECKING:  # the summary's shape loads when a task runs, not when a DAG 
     )
 
 _NAMES = {"gpu": "GPU", "cpu": "CPU"}
-
-
-def _money(value: float) -> float:
-    return round(value, 4)
 
 
 def spot_ratio(describe: Mapping[str, Any]) -> SpotRatio | None:
@@ -71,12 +68,12 @@ def _group_cost(group: GroupSummary, judged: GroupVerdict | None, price: Price |
     elif seconds is None:
         out["reason"] = "no instance-seconds: the job has not started training"
     else:
-        out["cost"] = _money(float(seconds) * price.per_hour / 3600)
+        out["cost"] = money(float(seconds) * price.per_hour / 3600)
         saved = group.get("spot_saved_instance_seconds")
         if saved is not None:
-            out["spot_saving"] = _money(float(saved) * price.per_hour / 3600)
+            out["spot_saving"] = money(float(saved) * price.per_hour / 3600)
         if waiting is not None:
-            out["waiting_cost"] = _money(float(waiting) * price.per_hour / 3600)
+            out["waiting_cost"] = money(float(waiting) * price.per_hour / 3600)
     return out
 
 
@@ -118,8 +115,8 @@ def job_cost(
     entries: dict[str, PriceEntry] = {name: price.as_dict() for name, price in sorted(prices.items())}  # type: ignore[misc]
     out: Cost = {
         "currency": currency,
-        "total": _money(sum(c for c in costs if c is not None)) if known else None,
-        "waiting": _money(sum(w for w in waits if w is not None)) if waited else None,
+        "total": money(sum(c for c in costs if c is not None)) if known else None,
+        "waiting": money(sum(w for w in waits if w is not None)) if waited else None,
         "groups": per_group,
         "prices": entries,
         "estimate": spot is not None or partial,
@@ -127,56 +124,13 @@ def job_cost(
         "notes": notes,
     }
     if savings and None not in savings:
-        out["spot_saving"] = _money(sum(s for s in savings if s is not None))
+        out["spot_saving"] = money(sum(s for s in savings if s is not None))
     return out
 
 
 def _hourly(groups: Mapping[str, GroupSummary], prices: Mapping[str, Price]) -> float | None:
     """The cluster's cost per hour: every group's count x price (None when one is unknown)."""
-    return _cluster_hourly([(g.get("instance_type"), g.get("instance_count", 0)) for g in groups.values()], prices)
-
-
-def _cluster_hourly(groups: Iterable[tuple[str | None, int]], prices: Mapping[str, Price]) -> float | None:
-    total = 0.0
-    for instance_type, count in groups:
-        price = prices.get(instance_type or "")
-        if price is None or price.per_hour is None:
-            return None
-        total += count * price.per_hour
-    return total
-
-
-def billed_cost(
-    instance_groups: Iterable[Mapping[str, Any]],
-    billable_seconds: float | None,
-    prices: Mapping[str, Price],
-    *,
-    currency: str,
-) -> BilledCost:
-    """What the run cost by the job's own BillableTimeInSeconds: ``billable_seconds`` x every group's
-    count x price per instance-hour / 3600 (``instance_groups``: ``[{"name", "type", "count"}]``, the
-    operator's result dict). For a managed spot job the billable time already has the spot saving in it.
-    ``total`` None with ``reason`` when the time or a group's price is unknown."""
-    groups = [(g.get("type"), int(g.get("count") or 0)) for g in instance_groups]
-    out: BilledCost = {
-        "total": None,
-        "currency": currency,
-        "billable_seconds": billable_seconds,
-        "prices": {t: prices[t].per_hour if t in prices else None for t, _ in groups if t},
-        "basis": "BillableTimeInSeconds x each group's instance count x its price per instance-hour",
-    }
-    missing = [t or "an unnamed type" for t, _ in groups if not t or t not in prices or prices[t].per_hour is None]
-    if missing:
-        reasons = {p.reason for t in missing if (p := prices.get(t)) is not None and p.reason}
-        out["reason"] = f"no price for {', '.join(missing)}" + (f": {'; '.join(sorted(reasons))}" if reasons else "")
-    elif billable_seconds is None:
-        out["reason"] = "the job reported no BillableTimeInSeconds"
-    elif not groups:
-        out["reason"] = "the job reported no instance groups"
-    else:
-        hourly = _cluster_hourly(groups, prices)
-        out["total"] = _money(float(billable_seconds) * (hourly or 0.0) / 3600)
-    return out
+    return cluster_hourly([(g.get("instance_type"), g.get("instance_count", 0)) for g in groups.values()], prices)
 
 
 def _run_seconds(group: GroupSummary) -> float | None:
@@ -215,13 +169,13 @@ def scaling_effect(
             price.reason if price and price.reason else "unknown instance type"
         )
         return effect
-    effect["per_hour"] = _money((suggested - count) * price.per_hour)
+    effect["per_hour"] = money((suggested - count) * price.per_hour)
     hourly = _hourly(groups, prices)
     if hourly is None or run is None:
         effect["reason"] = "the run's cost needs every group's price and the run's length"
         return effect
     after = hourly + (suggested - count) * price.per_hour
-    effect["per_run"] = _money(after * run / speedup / 3600 - hourly * run / 3600)
+    effect["per_run"] = money(after * run / speedup / 3600 - hourly * run / 3600)
     return effect
 
 

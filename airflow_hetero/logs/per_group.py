@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_hetero.job.resource_config import GroupSpec, instance_groups
-from airflow_hetero.logs.capacity import Capacity, capacity_of, per_device_series, per_device_utilization
+from airflow_hetero.logs.capacity import capacity_of, per_device_series, per_device_utilization
 from airflow_hetero.logs.cost import job_cost
 from airflow_hetero.logs.mapping import HostMapping, resolve_mapping
 from airflow_hetero.logs.series import group_series
@@ -40,6 +40,7 @@ from airflow_hetero.logs.streams import (
 from airflow_hetero.logs.text import iso, strip_control
 from airflow_hetero.logs.verdict import Thresholds, judge_groups
 from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
+from airflow_hetero.sagemaker_facts import Capacity
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 

@@ -3,7 +3,7 @@
 In queue mode (AWS Batch service jobs) every attempt of the service job is a training job of its own; the
 summary reads the latest one's logs and groups, and its ``queue_attempts`` says what every attempt cost:
 :func:`earlier_attempts` prices the attempts before the summarised job (each one's DescribeTrainingJob,
-its BillableTimeInSeconds x its groups' prices, :func:`airflow_hetero.logs.cost.billed_cost`),
+its BillableTimeInSeconds x its groups' prices, :func:`airflow_hetero.pricing.billing.billed_cost`),
 :func:`queue_attempts` adds the summarised job itself (the summary's own cost) and the totals.
 
 Takes the describe and price functions it is given: no AWS SDK, no Airflow.
@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero.job.resource_config import stated_groups
-from airflow_hetero.logs.cost import billed_cost
+from airflow_hetero.pricing.billing import billed_cost
 from airflow_hetero.pricing.price_list import Price
 
 if TYPE_CHECKING:

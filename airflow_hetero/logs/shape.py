@@ -313,17 +313,6 @@ class CostHeadline(TypedDict, total=False):
     waiting: float | None
 
 
-class BilledCost(TypedDict):
-    """The run's cost in the model asset's extra (:func:`airflow_hetero.logs.cost.billed_cost`)."""
-
-    total: float | None  # None: see ``reason``
-    currency: str
-    billable_seconds: float | None
-    prices: dict[str, float | None]  # instance type -> price per instance-hour used
-    basis: str
-    reason: NotRequired[str]
-
-
 class TailCut(TypedDict):
     lines_per_host: int
     line_chars: int

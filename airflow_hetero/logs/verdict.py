@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from airflow_hetero.logs.capacity import Capacity
 from airflow_hetero.logs.cost import bottleneck_assumption, bottleneck_speedup, scaling_effect
 from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
+from airflow_hetero.sagemaker_facts import Capacity
 
 if TYPE_CHECKING:
     from airflow_hetero.logs.shape import (

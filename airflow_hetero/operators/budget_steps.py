@@ -40,8 +40,8 @@ def fit_budget(
         check_max_cost,
         instance_types_of,
         plan_request_budget,
-        price_sources,
     )
+    from airflow_hetero.pricing.settings import price_sources
 
     try:
         budget = check_max_cost(max_cost)

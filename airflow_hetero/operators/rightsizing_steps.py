@@ -147,7 +147,7 @@ class RightSizingMixin:
         from airflow_hetero._compat import latest_xcom
         from airflow_hetero.job.budget import BudgetError, check_max_cost
         from airflow_hetero.job.rightsizing import decide
-        from airflow_hetero.operators.rightsizing_inputs import type_inputs
+        from airflow_hetero.job.rightsizing_types import type_inputs
         from airflow_hetero.operators.rightsizing_records import earlier, evidence, state_of
 
         ti: Any = context["ti"]

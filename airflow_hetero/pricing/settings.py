@@ -12,10 +12,17 @@ dataclass: a DAG parse imports it (tests/package/test_parse_path.py), and
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["PRICE_LIST_CURRENCY", "PriceSettings", "check_currency", "check_overrides", "number_or_none"]
+__all__ = [
+    "PRICE_LIST_CURRENCY",
+    "PriceSettings",
+    "check_currency",
+    "check_overrides",
+    "number_or_none",
+    "price_sources",
+]
 
 #: The Price List's currency, and every price setting's default.
 PRICE_LIST_CURRENCY = "USD"
@@ -33,6 +40,15 @@ def check_currency(currency: str) -> str:
     if not (isinstance(currency, str) and len(currency) == 3 and currency.isascii() and currency.isupper()):
         raise ValueError(f"currency must be a three-letter ISO-4217 code such as 'USD' or 'EUR', got {currency!r}")
     return currency
+
+
+def price_sources(overrides: Iterable[str], use_api: bool, off_switch: str = "use_pricing_api=False") -> str:
+    """The price sources a budget asks, in order, as its refusals name them (``off_switch``: how the Price
+    List was turned off, the operator's argument or the CLI's flag)."""
+    given = f"prices= ({', '.join(sorted(overrides)) or 'none given'})"
+    if not use_api:
+        return f"{given}; the Price List Query API was not asked ({off_switch})"
+    return f"{given}, then the Price List Query API (pricing:GetProducts, {PRICE_LIST_CURRENCY})"
 
 
 def check_overrides(prices: Mapping[str, Any] | None) -> dict[str, float]:

@@ -15,7 +15,7 @@ from support.rightsizing_runs import DATA, PRICES, SIZED_PRICES, record, summary
 from airflow_hetero.cli import main
 from airflow_hetero.definition.rightsizing import RightSizing
 from airflow_hetero.job.rightsizing import decide
-from airflow_hetero.operators.rightsizing_inputs import instance_facts
+from airflow_hetero.job.rightsizing_types import instance_facts
 from airflow_hetero.operators.rightsizing_records import record_next, state_of
 
 DEFINITION = example_job(

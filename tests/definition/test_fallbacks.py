@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from airflow_hetero.definition.errors import JobDefinitionError
-from airflow_hetero.definition.instance_types import accelerator, is_gpu, training_instance_types
+from airflow_hetero.definition.facts.instance_types import accelerator, is_gpu, training_instance_types
 from airflow_hetero.definition.submittable import load_submittable
 
 BASE: dict[str, Any] = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]

@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_hetero.definition import definition_request, distribution, instance_types
-from airflow_hetero.definition.definition_request import build_training_request
+from airflow_hetero.definition.build import definition_request
+from airflow_hetero.definition.build.definition_request import build_training_request
+from airflow_hetero.definition.facts import instance_types
 from airflow_hetero.definition.job import JobDefinitionError, load_job
+from airflow_hetero.definition.rules import distribution
 
 CASES = Path(__file__).parents[1] / "sdk_cases"
 #: Cases whose definition leaves output_path to the SDK's default bucket (needs an AWS call).

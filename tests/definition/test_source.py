@@ -14,8 +14,7 @@ import pytest
 import yaml
 from support.tarballs import members
 
-from airflow_hetero.definition.job import load_job
-from airflow_hetero.definition.source import (
+from airflow_hetero.definition.build.source import (
     SourceDirError,
     needs_upload,
     package_source_dir,
@@ -24,6 +23,7 @@ from airflow_hetero.definition.source import (
     submit_directory,
     upload_extra_args,
 )
+from airflow_hetero.definition.job import load_job
 
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
 #: How long the extracted source may take to run in a fresh interpreter (on a loaded 2-core machine).

@@ -11,11 +11,11 @@ import yaml
 from support.moto_jobs import hetero_request
 from support.tarballs import members
 
-from airflow_hetero.definition.definition_request import base_job_name, build_training_request
+from airflow_hetero.definition.build.definition_request import base_job_name, build_training_request
+from airflow_hetero.definition.build.source import SourceDirError, package_source_dir
 from airflow_hetero.definition.errors import JobDefinitionError
 from airflow_hetero.definition.job import load_job
 from airflow_hetero.definition.raw_request.training_request import TrainingRequest
-from airflow_hetero.definition.source import SourceDirError, package_source_dir
 from airflow_hetero.definition.submittable import DefinitionJob, Submittable, load_submittable
 
 BASE = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]

@@ -47,7 +47,7 @@ def _validate_in_fresh_process(definition: dict[str, Any], cache: Path) -> dict[
         f"validate_once(json.loads({json.dumps(json.dumps(definition))}))\n"
         "print(json.dumps({'pydantic': 'pydantic' in sys.modules,"
         " 'job': 'airflow_hetero.definition.job' in sys.modules,"
-        " 'botocore model': 'airflow_hetero.definition.service_model' in sys.modules}))\n"
+        " 'botocore model': 'airflow_hetero.definition.facts.service_model' in sys.modules}))\n"
     )
     env = {**os.environ, "AIRFLOW_HETERO_CACHE_DIR": str(cache)}
     out = subprocess.run(

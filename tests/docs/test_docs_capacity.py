@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from airflow_hetero.definition.fallbacks import list_problems
+from airflow_hetero.definition.rules.fallbacks import list_problems
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "capacity.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)

@@ -44,7 +44,7 @@ def priced(prices: dict[str, float]) -> dict[str, tuple[float | None, str | None
 
 
 def test_the_cap_makes_the_worst_case_fit() -> None:
-    plan = plan_budget(10.0, 0.0, 36.4, 86400, min_runtime=300)
+    plan = plan_budget(10.0, 0.0, 36.4, 86400, min_runtime=300, currency="USD")
     assert plan.runtime_cap == math.floor(10.0 * 3600 / 36.4) - STOP_SIGNAL_WINDOW_SECONDS
     assert plan.worst_case <= 10.0
     assert 36.4 * (plan.runtime_cap + 1 + plan.stop_window) / 3600 > 10.0  # one second more would not fit
@@ -52,18 +52,18 @@ def test_the_cap_makes_the_worst_case_fit() -> None:
 
 
 def test_the_jobs_own_runtime_is_never_raised() -> None:
-    plan = plan_budget(1000.0, 0.0, 36.4, 3600, min_runtime=300)
+    plan = plan_budget(1000.0, 0.0, 36.4, 3600, min_runtime=300, currency="USD")
     assert plan.runtime_cap == 3600 and not plan.lowered
     assert "(the job's own)" in plan.describe("USD")
 
 
 def test_a_free_cluster_keeps_its_runtime() -> None:
-    assert plan_budget(1.0, 0.0, 0.0, 7200, min_runtime=300).runtime_cap == 7200
+    assert plan_budget(1.0, 0.0, 0.0, 7200, min_runtime=300, currency="USD").runtime_cap == 7200
 
 
 def test_below_the_minimum_refuses_with_what_it_needs() -> None:
     with pytest.raises(BudgetError) as info:
-        plan_budget(2.0, 0.5, 36.0, 86400, min_runtime=300, stop_window=120)
+        plan_budget(2.0, 0.5, 36.0, 86400, min_runtime=300, stop_window=120, currency="USD")
     message = str(info.value)
     assert "1.5000 left" in message and "0.5000 spent" in message
     assert "minimum useful run of 300 s" in message and "nothing was submitted" in message
@@ -72,7 +72,7 @@ def test_below_the_minimum_refuses_with_what_it_needs() -> None:
 
 def test_a_budget_spent_by_earlier_jobs_buys_nothing() -> None:
     with pytest.raises(BudgetError, match="buys nothing"):
-        plan_budget(2.0, 2.5, 1.0, 86400, min_runtime=1)
+        plan_budget(2.0, 2.5, 1.0, 86400, min_runtime=1, currency="USD")
 
 
 def test_the_request_plan_counts_earlier_billable_time() -> None:
@@ -81,7 +81,9 @@ def test_the_request_plan_counts_earlier_billable_time() -> None:
         {**request(), "TrainingJobStatus": "Failed", "FailureReason": "CapacityError: ...", "BillableTimeInSeconds": 0},
     ]
     rate = 2 * 0.2 + 36.0
-    plan = plan_request_budget(request(), earlier, priced(PRICES), max_cost=50.0, sources="s", min_runtime=300)
+    plan = plan_request_budget(
+        request(), earlier, priced(PRICES), max_cost=50.0, sources="s", min_runtime=300, currency="USD"
+    )
     assert plan.spent == pytest.approx(1800 * rate / 3600)
     assert plan.per_hour == pytest.approx(rate)
     assert plan.runtime_cap == math.floor((50.0 - plan.spent) * 3600 / rate) - STOP_SIGNAL_WINDOW_SECONDS
@@ -96,7 +98,9 @@ def test_a_running_earlier_job_counts_at_its_worst_case() -> None:
 def test_an_unknown_price_refuses_naming_the_type_and_the_sources() -> None:
     prices = {"ml.c5.xlarge": (0.2, None), "ml.p4d.24xlarge": (None, "the Pricing API refused the call")}
     with pytest.raises(BudgetError) as info:
-        plan_request_budget(request(), [], prices, max_cost=50.0, sources="prices= (none given)", min_runtime=1)
+        plan_request_budget(
+            request(), [], prices, max_cost=50.0, sources="prices= (none given)", min_runtime=1, currency="USD"
+        )
     message = str(info.value)
     assert "ml.p4d.24xlarge" in message and "the Pricing API refused the call" in message
     assert "sources tried: prices= (none given)" in message and "never guesses" in message
@@ -107,14 +111,16 @@ def test_an_earlier_job_that_billed_nothing_needs_no_price() -> None:
         "TrainingJobStatus": "Failed",
         "ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1},
     }
-    plan = plan_request_budget(request(), [fallback], priced(PRICES), max_cost=50.0, sources="s", min_runtime=1)
+    plan = plan_request_budget(
+        request(), [fallback], priced(PRICES), max_cost=50.0, sources="s", min_runtime=1, currency="USD"
+    )
     assert plan.spent == 0.0
 
 
 def test_capped_request_lowers_runtime_and_spot_wait_and_tags() -> None:
     spot = request(EnableManagedSpotTraining=True, Tags=[{"Key": "team", "Value": "ml"}])
     spot["StoppingCondition"]["MaxWaitTimeInSeconds"] = 86400 + 3600
-    plan = plan_budget(10.0, 0.0, 36.4, 86400, min_runtime=300)
+    plan = plan_budget(10.0, 0.0, 36.4, 86400, min_runtime=300, currency="USD")
     out = capped_request(spot, plan)
     assert out["StoppingCondition"] == {
         "MaxRuntimeInSeconds": plan.runtime_cap,
@@ -126,7 +132,7 @@ def test_capped_request_lowers_runtime_and_spot_wait_and_tags() -> None:
 
 
 def test_capped_request_without_a_stopping_condition() -> None:
-    plan = plan_budget(1.0, 0.0, 0.4, requested=86400, min_runtime=300)
+    plan = plan_budget(1.0, 0.0, 0.4, requested=86400, min_runtime=300, currency="USD")
     out = capped_request(request(max_run=None), plan)
     assert out["StoppingCondition"] == {"MaxRuntimeInSeconds": plan.runtime_cap}
 

@@ -2,7 +2,7 @@
 decide): objective cost, a smaller type for an under-used group at min_count; objective time, a larger type for
 a bottleneck at max_count; one step, after agreeing runs, undone when the next run got slower, reset by a run on
 another type than asked, never with a count change in the same decision; and each refusal. The vCPUs and GPUs
-are the package's table (airflow_hetero.logs.capacity, through the operator's instance_facts)."""
+are SageMaker's facts (airflow_hetero.sagemaker_facts, through instance_facts)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from support.rightsizing_runs import DATA, SIZED_PRICES, TRAIN, record
 
 from airflow_hetero.definition.rightsizing import CountedJob, RightSizing
 from airflow_hetero.job.rightsizing import Decision, decide, decide_again, next_run_lines
-from airflow_hetero.job.rightsizing_types import carried_types, next_type
-from airflow_hetero.operators.rightsizing_inputs import instance_facts
+from airflow_hetero.job.rightsizing_types import carried_types, instance_facts, next_type
 
 C5 = {"large": "ml.c5.large", "xl": "ml.c5.xlarge", "2xl": "ml.c5.2xlarge", "4xl": "ml.c5.4xlarge"}
 FACTS = instance_facts([*C5.values(), "ml.g5.xlarge", "ml.g5.2xlarge"])

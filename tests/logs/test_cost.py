@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from airflow_hetero.logs.cost import billed_cost, bottleneck_speedup, job_cost
+from airflow_hetero.logs.cost import bottleneck_speedup, job_cost
 from airflow_hetero.logs.table import format_table
 from airflow_hetero.logs.verdict import format_verdict
 from airflow_hetero.logs.verdict import judge_groups as judge_per_device
@@ -18,7 +18,8 @@ from airflow_hetero.pricing.price_list import Price
 def judge_groups(groups: dict[str, Any], **kwargs: Any) -> Any:
     """The verdict of groups holding SageMaker's summed figures, converted per device as build_summary does
     (in place: the cost reads the same groups)."""
-    from airflow_hetero.logs.capacity import capacity, per_device_series, per_device_utilization
+    from airflow_hetero.logs.capacity import per_device_series, per_device_utilization
+    from airflow_hetero.sagemaker_facts import capacity
 
     for g in groups.values():
         if "devices" not in g:
@@ -195,36 +196,3 @@ def test_the_table_shows_the_cost_within_100_columns() -> None:
     assert lines[header + 1].split() == ["data_group", "1200", "3.672", "1.224", "-", "-"]
     assert lines[header + 3].split() == ["total", "1800", "7.505", "-", "-"]
     assert "price of ml.c5.18xlarge: 3.672 USD/h (Price List API): $3.672 per hour" in lines
-
-
-GROUPS = [
-    {"name": "data_group", "type": "ml.c5.18xlarge", "count": 2},
-    {"name": "dnn", "type": "ml.p4d.24xlarge", "count": 1},
-]
-
-
-def test_billed_cost_is_the_billable_time_of_the_whole_cluster() -> None:
-    cost = billed_cost(GROUPS, 5400, PRICES, currency="USD")
-    assert cost["total"] == round(1.5 * (2 * 3.672 + 37.688), 4)
-    assert cost["prices"] == {"ml.c5.18xlarge": 3.672, "ml.p4d.24xlarge": 37.688}
-    assert "reason" not in cost
-
-
-@pytest.mark.parametrize(
-    ("groups", "billable", "reason"),
-    [
-        (GROUPS, None, "the job reported no BillableTimeInSeconds"),
-        ([], 600, "the job reported no instance groups"),
-        ([*GROUPS, {"name": "x", "type": "ml.g5.xlarge", "count": 1}], 600, "no price for ml.g5.xlarge"),
-        ([{"name": "x", "count": 1}], 600, "no price for an unnamed type"),
-    ],
-)
-def test_billed_cost_unknown_says_why(groups: list[dict[str, Any]], billable: float | None, reason: str) -> None:
-    cost = billed_cost(groups, billable, PRICES, currency="USD")
-    assert cost["total"] is None and cost["reason"] == reason
-
-
-def test_billed_cost_carries_the_price_lookups_reason() -> None:
-    prices = {**PRICES, "ml.p4d.24xlarge": Price("ml.p4d.24xlarge", None, "USD", reason="the Pricing API refused")}
-    cost = billed_cost(GROUPS, 600, prices, currency="USD")
-    assert cost["reason"] == "no price for ml.p4d.24xlarge: the Pricing API refused"

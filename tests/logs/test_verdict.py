@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from airflow_hetero.logs import verdict as verdict_module
-from airflow_hetero.logs.capacity import Capacity, capacity, gpus, vcpus
 from airflow_hetero.logs.series import MIN_SERIES_POINTS, group_series, halve, keys_of
 from airflow_hetero.logs.size_limit import enforce_size_limit, json_size
 from airflow_hetero.logs.verdict import Thresholds, format_verdict
+from airflow_hetero.sagemaker_facts import Capacity, capacity, gpus, vcpus
 
 
 def per_device(groups: dict[str, Any], overrides: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -35,3 +35,14 @@ def test_no_part_spells_the_default_max_runtime_itself() -> None:
         if "86400" in path.read_text() and path.name != "sagemaker_facts.py"
     ]
     assert spelled == []
+
+
+def test_no_part_spells_the_price_list_currency_itself() -> None:
+    """"USD", the Price List's currency, is written once: PRICE_LIST_CURRENCY in pricing/settings.py."""
+    spelled = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "airflow_hetero").rglob("*.py")
+        if ('"USD"' in path.read_text() or "'USD'" in path.read_text().replace("such as 'USD' or 'EUR'", ""))
+        and path.name != "settings.py"
+    ]
+    assert spelled == []

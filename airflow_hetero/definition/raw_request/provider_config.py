@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_hetero.definition.errors import Problem
-from airflow_hetero.definition.roles import role_problem
+from airflow_hetero.definition.facts.roles import role_problem
 
 __all__ = ["S3_OPERATIONS", "ProviderSteps", "S3Upload", "take_provider_steps"]
 

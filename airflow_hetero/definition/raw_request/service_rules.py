@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from airflow_hetero.definition import option_rules
 from airflow_hetero.definition.errors import Loc, Problem
+from airflow_hetero.definition.rules import option_rules
 from airflow_hetero.sagemaker_facts import DISTRIBUTION_GROUPS_HP
 
 __all__ = ["group_names", "option_problems", "package_problems", "sdk_problems", "service_problems"]
@@ -167,7 +167,7 @@ def service_problems(request: dict[str, Any]) -> list[Problem]:
 
 def option_problems(request: dict[str, Any]) -> list[Problem]:
     """Spot's MaxWait, and warm pools, training plans and instance preferences where SageMaker refuses them
-    (:mod:`airflow_hetero.definition.option_rules`, the rules definitions read too)."""
+    (:mod:`airflow_hetero.definition.rules.option_rules`, the rules definitions read too)."""
     return list(option_rules.service_problems(option_rules.Options.of_request(request), option_rules.REQUEST))
 
 

@@ -92,7 +92,7 @@ class ShapeProblem:
 @functools.cache
 def operation_shapes(operation: str, service: str = "sagemaker") -> OperationShapes:
     """The shapes of ``operation``'s input, from the disk cache or compiled from the model."""
-    from airflow_hetero.definition.service_model import service_model_path
+    from airflow_hetero.definition.facts.service_model import service_model_path
 
     model = str(service_model_path(service))
     cached = _cache_file(model, service, operation)

@@ -20,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from airflow_hetero.definition import fallbacks, naming
+from airflow_hetero.definition import naming
 from airflow_hetero.definition.errors import JobDefinitionError, Problem, unique
-from airflow_hetero.definition.fallbacks import Candidate
 from airflow_hetero.definition.raw_request import service_rules
 from airflow_hetero.definition.raw_request.provider_config import ProviderSteps, take_provider_steps
+from airflow_hetero.definition.rules import fallbacks
+from airflow_hetero.definition.rules.fallbacks import Candidate
 
 __all__ = ["TITLE", "TrainingRequest", "check_request", "fallback_problems", "is_request_document", "load_request"]
 

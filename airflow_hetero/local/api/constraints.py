@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from airflow_hetero.definition.instance_types import training_instance_types
+from airflow_hetero.definition.facts.instance_types import training_instance_types
 from airflow_hetero.definition.raw_request.service_shapes import check, operation_shapes
 from airflow_hetero.local.api.errors import ServiceError, validation
 

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from airflow_hetero.definition.instance_types import closest, training_instance_types
+from airflow_hetero.definition.facts.instance_types import closest, training_instance_types
 
 #: A limit per instance type; None (or a type not named) is unlimited.
 Limits = Mapping[str, int | None]

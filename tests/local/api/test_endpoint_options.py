@@ -1,6 +1,6 @@
 """The offline endpoint refuses at CreateTrainingJob what SageMaker refuses: spot without a MaxWait or with one below
 MaxRuntime, a MaxWait without spot, and warm pools, training plans and instance preferences with instance groups.
-The rules are the definitions' and request mode's (definition/option_rules.py); nothing is recorded."""
+The rules are the definitions' and request mode's (definition/rules/option_rules.py); nothing is recorded."""
 
 from __future__ import annotations
 

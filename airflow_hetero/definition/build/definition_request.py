@@ -12,14 +12,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.definition import distribution, images, instance_types, naming, source
+from airflow_hetero.definition import naming
+
+from airflow_hetero.definition.build import source
+
+from airflow_hetero.definition.facts import images, instance_types
+
+from airflow_hetero.definition.rules import distribution
 from airflow_hetero.definition.errors import JobDefinitionError, Problem
-from airflow_hetero.definition.hyperparameters import sdk_hyperparameters
-from airflow_hetero.definition.roles import is_role_name, role_problem
+from airflow_hetero.definition.build.hyperparameters import sdk_hyperparameters
+from airflow_hetero.definition.facts.roles import is_role_name, role_problem
 
 if TYPE_CHECKING:
-    from airflow_hetero.definition.job import HeteroTrainingJob
-    from airflow_hetero.definition.model import TrainingInput
+    from airflow_hetero.definition.model import JobFields, TrainingInput
 
 __all__ = ["base_job_name", "build_training_request", "training_image"]
 
@@ -56,7 +61,7 @@ METRICS_TIME_SERIES_FROM = {"pytorch": (1, 3), "tensorflow": (1, 15)}
 
 
 def build_training_request(
-    job: HeteroTrainingJob, *, job_name: str, region: str, role_arn: str | None = None
+    job: JobFields, *, job_name: str, region: str, role_arn: str | None = None
 ) -> dict[str, Any]:
     """The ``CreateTrainingJob`` keyword arguments for ``job`` submitted as ``job_name`` in ``region``.
 
@@ -93,7 +98,7 @@ def build_training_request(
     return request
 
 
-def role_arn_of(job: HeteroTrainingJob, role_arn: str | None) -> str:
+def role_arn_of(job: JobFields, role_arn: str | None) -> str:
     """``RoleArn``: the definition's role ARN, or the ARN its role name expanded to (``role_arn``)."""
     if not is_role_name(job.role):
         return job.role
@@ -107,7 +112,7 @@ def role_arn_of(job: HeteroTrainingJob, role_arn: str | None) -> str:
     return role_arn
 
 
-def algorithm_specification(job: HeteroTrainingJob, region: str) -> dict[str, Any]:
+def algorithm_specification(job: JobFields, region: str) -> dict[str, Any]:
     """``AlgorithmSpecification``: the image, File input mode, metric definitions, metrics time series."""
     try:
         image = training_image(job, region)
@@ -121,7 +126,7 @@ def algorithm_specification(job: HeteroTrainingJob, region: str) -> dict[str, An
     return algorithm
 
 
-def output_data_config(job: HeteroTrainingJob) -> dict[str, Any]:
+def output_data_config(job: JobFields) -> dict[str, Any]:
     """``OutputDataConfig``: where the model goes, and the key it is encrypted with."""
     output: dict[str, Any] = {"S3OutputPath": job.output_path}
     if job.output_kms_key:
@@ -129,7 +134,7 @@ def output_data_config(job: HeteroTrainingJob) -> dict[str, Any]:
     return output
 
 
-def stopping_condition(job: HeteroTrainingJob) -> dict[str, Any]:
+def stopping_condition(job: JobFields) -> dict[str, Any]:
     """``StoppingCondition``: the run time, and for spot training the wait that includes it."""
     stopping: dict[str, Any] = {"MaxRuntimeInSeconds": job.max_run}
     if job.max_wait is not None:
@@ -137,7 +142,7 @@ def stopping_condition(job: HeteroTrainingJob) -> dict[str, Any]:
     return stopping
 
 
-def resource_config(job: HeteroTrainingJob) -> dict[str, Any]:
+def resource_config(job: JobFields) -> dict[str, Any]:
     """``ResourceConfig``: InstanceGroups for a heterogeneous job, never next to InstanceType/Count."""
     config: dict[str, Any] = {"VolumeSizeInGB": job.volume_size}
     if job.instance_groups is not None:
@@ -154,7 +159,7 @@ def resource_config(job: HeteroTrainingJob) -> dict[str, Any]:
         config["InstanceCount"] = job.instance_count
     if job.volume_kms_key:
         config["VolumeKmsKeyId"] = job.volume_kms_key
-    # a warm pool and a training plan pass the checks only in a homogeneous job (definition/option_rules.py)
+    # a warm pool and a training plan pass the checks only in a homogeneous job (definition/rules/option_rules.py)
     if job.keep_alive_period_in_seconds is not None:
         config["KeepAlivePeriodInSeconds"] = job.keep_alive_period_in_seconds
     if job.training_plan is not None:
@@ -162,7 +167,7 @@ def resource_config(job: HeteroTrainingJob) -> dict[str, Any]:
     return config
 
 
-def input_data_config(job: HeteroTrainingJob, job_name: str) -> list[dict[str, Any]]:
+def input_data_config(job: JobFields, job_name: str) -> list[dict[str, Any]]:
     """``InputDataConfig`` in definition order, plus the SDK's ``code`` channel under network isolation."""
     channels = [{"ChannelName": name, **_channel(spec)} for name, spec in job.inputs.items()]
     code_uri = source.submit_directory(job, job_name)
@@ -207,14 +212,14 @@ def _channel(spec: TrainingInput) -> dict[str, Any]:
     return config
 
 
-def vpc_config(job: HeteroTrainingJob) -> dict[str, Any] | None:
+def vpc_config(job: JobFields) -> dict[str, Any] | None:
     """``VpcConfig``, when the job gives both subnets and security groups."""
     if job.subnets is None or job.security_group_ids is None:
         return None
     return {"Subnets": list(job.subnets), "SecurityGroupIds": list(job.security_group_ids)}
 
 
-def checkpoint_config(job: HeteroTrainingJob) -> dict[str, Any] | None:
+def checkpoint_config(job: JobFields) -> dict[str, Any] | None:
     """``CheckpointConfig``, when the job syncs checkpoints to S3."""
     if not job.checkpoint_s3_uri:
         return None
@@ -224,14 +229,14 @@ def checkpoint_config(job: HeteroTrainingJob) -> dict[str, Any] | None:
     return checkpoint
 
 
-def debug_hook_config(job: HeteroTrainingJob, region: str) -> dict[str, Any] | None:
+def debug_hook_config(job: JobFields, region: str) -> dict[str, Any] | None:
     """``DebugHookConfig``: the SDK's default debugger hook, where it turns the hook on."""
     if not _debugger_on(job, region):
         return None
     return {"S3OutputPath": job.output_path, "CollectionConfigurations": []}
 
 
-def profiler_config(job: HeteroTrainingJob, region: str) -> dict[str, Any]:
+def profiler_config(job: JobFields, region: str) -> dict[str, Any]:
     """``ProfilerConfig``: always sent; the profiler is off where the SDK does not support it."""
     if region in PROFILER_UNSUPPORTED_REGIONS:
         return {"DisableProfiler": True}
@@ -243,7 +248,7 @@ def _switched_on(switch: bool) -> bool | None:
     return True if switch else None
 
 
-def training_image(job: HeteroTrainingJob, region: str) -> str:
+def training_image(job: JobFields, region: str) -> str:
     """``image_uri`` when given, otherwise the framework's Deep Learning Container for ``region``."""
     if job.image_uri:
         return job.image_uri
@@ -259,7 +264,7 @@ def training_image(job: HeteroTrainingJob, region: str) -> str:
     return uri
 
 
-def image_instance_type(job: HeteroTrainingJob) -> str:
+def image_instance_type(job: JobFields) -> str:
     """The instance type that picks the image: the first GPU group's, else the first group's."""
     if job.instance_groups is None:
         assert job.instance_type is not None
@@ -270,7 +275,7 @@ def image_instance_type(job: HeteroTrainingJob) -> str:
     return job.instance_groups[0].instance_type
 
 
-def base_job_name(job: HeteroTrainingJob) -> str:
+def base_job_name(job: JobFields) -> str:
     """``base_job_name``, or the SDK's default: the image's repository name."""
     if job.base_job_name:
         return job.base_job_name
@@ -279,14 +284,14 @@ def base_job_name(job: HeteroTrainingJob) -> str:
     return f"{job.framework}-training"
 
 
-def _metrics_time_series(job: HeteroTrainingJob) -> bool:
+def _metrics_time_series(job: JobFields) -> bool:
     if job.framework is None or job.framework_version is None:
         return False
     parts = tuple(int(p) for p in job.framework_version.split(".") if p.isdigit())
     return parts >= METRICS_TIME_SERIES_FROM[job.framework]
 
 
-def _debugger_on(job: HeteroTrainingJob, region: str) -> bool:
+def _debugger_on(job: JobFields, region: str) -> bool:
     """The SDK's default debugger hook, and where it turns the hook off."""
     if region in DEBUGGER_UNSUPPORTED_REGIONS:
         return False

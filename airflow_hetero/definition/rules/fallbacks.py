@@ -20,9 +20,9 @@ import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from airflow_hetero.definition import instance_types
 from airflow_hetero.definition.display import confusable_hint
 from airflow_hetero.definition.errors import Loc, Problem
+from airflow_hetero.definition.facts import instance_types
 
 __all__ = [
     "ARGUMENT",

@@ -1,6 +1,6 @@
 """Where botocore's service models lie, found without importing botocore.
 
-The instance types come from the sagemaker model (:mod:`airflow_hetero.definition.instance_types`),
+The instance types come from the sagemaker model (:mod:`airflow_hetero.definition.facts.instance_types`),
 the request shapes from any service's (:mod:`airflow_hetero.definition.raw_request.service_shapes`), and the
 parse-time validation cache (:mod:`airflow_hetero.definition.validated`) keys on it.
 """

@@ -5,7 +5,7 @@ The SDK (2.257.7: ``fw_utils.validate_distribution`` and friends, ``Framework._d
 is built and others only when ``fit`` runs; here they are all refused when the definition is
 read, with the field path. Strategies may be combined as the SDK allows (``smdistributed``
 modelparallel with ``mpi`` as its launcher, ``torch_distributed`` with ``smdistributed``, ...).
-The model-parallel ``parameters`` are checked in :mod:`airflow_hetero.definition.model_parallel`.
+The model-parallel ``parameters`` are checked in :mod:`airflow_hetero.definition.rules.model_parallel`.
 
 Pure Python: no pydantic, Airflow, boto3 or botocore.
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
-from airflow_hetero.definition import instance_types
 from airflow_hetero.definition.display import confusable_hint
 from airflow_hetero.definition.errors import Loc, Problem
+from airflow_hetero.definition.facts import instance_types
 
 STRATEGIES = (
     "mpi",
@@ -426,7 +426,7 @@ def _model_parallel(sdk: Mapping[str, Any]) -> Iterator[Problem]:
             ),
         )
         return
-    from airflow_hetero.definition import model_parallel  # loaded only for a job that enables it
+    from airflow_hetero.definition.rules import model_parallel  # loaded only for a job that enables it
 
     for problem in model_parallel.problems(params):
         yield problem.within(loc)

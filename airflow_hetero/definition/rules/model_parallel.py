@@ -3,7 +3,7 @@
 The SDK (2.257.7, ``fw_utils.validate_mp_config``) checks the parameters when ``fit`` runs;
 here they are checked when the definition is read. :func:`problems` knows nothing of where the
 mapping sits in a definition: its problems are at the parameter, and
-:mod:`airflow_hetero.definition.distribution` adds the path.
+:mod:`airflow_hetero.definition.rules.distribution` adds the path.
 
 Pure Python: no pydantic, Airflow, boto3 or botocore.
 """

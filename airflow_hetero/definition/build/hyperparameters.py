@@ -13,11 +13,12 @@ job also gets ``sagemaker_distribution_instance_groups`` (the SDK forgets it unl
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.definition import distribution, source
+from airflow_hetero.definition.build import source
+from airflow_hetero.definition.facts.encoding import encode, user_hyperparameters
+
+from airflow_hetero.definition.rules import distribution
 from airflow_hetero.sagemaker_facts import (
     CONTAINER_LOG_LEVEL_HP,
     DATAPARALLEL_CUSTOM_OPTIONS_HP,
@@ -34,7 +35,6 @@ from airflow_hetero.sagemaker_facts import (
     PROGRAM_HP,
     PYTORCH_XLA_ENABLED_HP,
     REGION_HP,
-    SDK_HYPERPARAMETERS,
     SUBMIT_DIRECTORY_HP,
     TORCH_DISTRIBUTED_ENABLED_HP,
 )
@@ -44,20 +44,6 @@ if TYPE_CHECKING:
 
 #: The code channel path the SDK uses when network isolation is on.
 CODE_CHANNEL_SOURCEDIR = "/opt/ml/input/data/code/sourcedir.tar.gz"
-
-#: Set by the SDK (and so by the builder): a definition's hyperparameters may not use them.
-RESERVED = SDK_HYPERPARAMETERS
-
-
-def encode(value: Any) -> str:
-    """The SDK's framework encoding of one value."""
-    return json.dumps(value)
-
-
-def user_hyperparameters(values: Mapping[Any, Any], *, json_values: bool) -> dict[str, str]:
-    """The user's hyperparameters as sent: JSON-encoded (framework jobs, or with source_dir), else ``str()``."""
-    return {str(k): encode(v) if json_values else str(v) for k, v in values.items()}
-
 
 def sdk_hyperparameters(job: JobFields, *, job_name: str, region: str) -> dict[str, str]:
     """The ``HyperParameters`` of the CreateTrainingJob request for ``job``."""

@@ -12,7 +12,7 @@ import functools
 import json
 import re
 
-from airflow_hetero.definition.service_model import InstanceTypeCatalogError, sagemaker_model_path
+from airflow_hetero.definition.facts.service_model import InstanceTypeCatalogError, sagemaker_model_path
 from airflow_hetero.sagemaker_facts import ACCELERATOR_FAMILY_PREFIXES, CPU_ONLY
 
 _SHAPE = b'"TrainingInstanceType":'

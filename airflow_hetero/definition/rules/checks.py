@@ -2,7 +2,7 @@
 
 Called from the field validators of :mod:`airflow_hetero.definition.model`; each raises an error
 whose message is shown to the user as written. Cross-field rules live in
-:mod:`airflow_hetero.definition.cross_field`.
+:mod:`airflow_hetero.definition.rules.cross_field`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
-from airflow_hetero.definition import instance_types
 from airflow_hetero.definition.errors import Problem
-from airflow_hetero.definition.roles import role_problem
+from airflow_hetero.definition.facts import instance_types
+from airflow_hetero.definition.facts.roles import role_problem
 
 MAX_CHANNELS = 20
 MAX_HYPERPARAMETERS = 100

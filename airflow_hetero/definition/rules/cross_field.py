@@ -1,9 +1,10 @@
 """The cross-field rules a training-job definition must follow, with the messages users see.
 
 ``cross_field`` checks rules that span fields on the raw definition, so they run (and report)
-even when some field is invalid; ``after_encoding`` checks what only the encoded request shows.
-Single-field checks live in :mod:`airflow_hetero.definition.checks`, the ``distribution`` rules in
-:mod:`airflow_hetero.definition.distribution`. ``docs/definitions.md`` lists every rule; a
+even when some field is invalid (what only the encoded request shows is checked by
+:func:`airflow_hetero.definition.job.after_encoding`, on a valid job).
+Single-field checks live in :mod:`airflow_hetero.definition.rules.checks`, the ``distribution`` rules in
+:mod:`airflow_hetero.definition.rules.distribution`. ``docs/definitions.md`` lists every rule; a
 test keeps the two in step.
 """
 
@@ -11,27 +12,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from airflow_hetero.definition import distribution, fallbacks, option_rules
-from airflow_hetero.definition.checks import (
+from airflow_hetero.definition.display import confusable_hint
+from airflow_hetero.definition.errors import Loc, Problem
+from airflow_hetero.definition.naming import MAX_BASE_JOB_NAME, check_base_job_name
+from airflow_hetero.definition.rules import distribution, fallbacks, option_rules
+from airflow_hetero.definition.rules.checks import (
     CHANNEL_NAME,
     ENV_KEY,
     HETERO_MINIMUM,
     MAX_ENV,
     MAX_HP_KEY,
     MAX_HP_VALUE,
-    MAX_HYPERPARAMETERS,
     version_tuple,
 )
-from airflow_hetero.definition.display import confusable_hint
-from airflow_hetero.definition.distribution import STRATEGIES, distribution_group
-from airflow_hetero.definition.errors import Loc, Problem
-from airflow_hetero.definition.naming import MAX_BASE_JOB_NAME, check_base_job_name
-from airflow_hetero.definition.option_rules import Options
-
-if TYPE_CHECKING:
-    from airflow_hetero.definition.model import JobFields
+from airflow_hetero.definition.rules.distribution import STRATEGIES, distribution_group
+from airflow_hetero.definition.rules.option_rules import Options
 
 # --- cross-field rules --------------------------------------------------------------------------
 
@@ -221,7 +218,7 @@ def _framework_image(raw: Mapping[str, Any]) -> Iterator[Problem]:
     framework, version, py = raw.get("framework"), raw.get("framework_version"), raw.get("py_version")
     if raw.get("image_uri") is not None or framework not in HETERO_MINIMUM:
         return
-    from airflow_hetero.definition.images import ImageLookupError, check_py_version, resolve_version
+    from airflow_hetero.definition.facts.images import ImageLookupError, check_py_version, resolve_version
 
     if isinstance(version, str):
         try:
@@ -269,7 +266,7 @@ def _base_job_name(raw: Mapping[str, Any]) -> Iterator[Problem]:
 
 def _spot_options(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Spot's ``max_wait`` and checkpoint location, warm pools, training plans, instance preferences
-    (:mod:`airflow_hetero.definition.option_rules`, the rules request mode and the endpoint read too)."""
+    (:mod:`airflow_hetero.definition.rules.option_rules`, the rules request mode and the endpoint read too)."""
     options = Options(
         spot=raw.get("use_spot_instances"),
         max_wait=raw.get("max_wait"),
@@ -364,7 +361,7 @@ def _metric_definitions(defs: Any) -> Iterator[Problem]:
 
 def _hyperparameters(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Reserved names and length limits, on the values as they will be sent."""
-    from airflow_hetero.definition.hyperparameters import RESERVED, user_hyperparameters
+    from airflow_hetero.definition.facts.encoding import RESERVED, user_hyperparameters
 
     values = raw.get("hyperparameters")
     if not isinstance(values, Mapping):
@@ -384,19 +381,4 @@ def _hyperparameters(raw: Mapping[str, Any]) -> Iterator[Problem]:
             yield Problem(("hyperparameters", key), f"value is {len(value)} characters {how}; at most {MAX_HP_VALUE}")
 
 
-def after_encoding(job: JobFields) -> Iterator[Problem]:
-    """The entry count, on what the SDK would send (with its sagemaker_* keys); needs a valid job."""
-    from airflow_hetero.definition.hyperparameters import sdk_hyperparameters
-
-    encoded = sdk_hyperparameters(job, job_name="x" * 63, region="ap-southeast-3")
-    if len(encoded) > MAX_HYPERPARAMETERS:
-        yield Problem(
-            ("hyperparameters",),
-            (
-                f"{len(encoded)} entries after adding the SDK's sagemaker_* keys; SageMaker allows "
-                f"at most {MAX_HYPERPARAMETERS}"
-            ),
-        )
-
-
-__all__ = ["MAX_BASE_JOB_NAME", "STRATEGIES", "after_encoding", "cross_field", "distribution_group"]
+__all__ = ["MAX_BASE_JOB_NAME", "STRATEGIES", "cross_field", "distribution_group"]

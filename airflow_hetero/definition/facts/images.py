@@ -12,7 +12,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from airflow_hetero.definition import instance_types
+from airflow_hetero.definition.facts import instance_types
 
 
 class ImageLookupError(ValueError):
