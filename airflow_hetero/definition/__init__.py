@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from airflow_hetero._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from airflow_hetero.definition.build.definition_request import build_training_request
+    from airflow_hetero.definition.builder.definition_request import build_training_request
     from airflow_hetero.definition.errors import JobDefinitionError, Problem
     from airflow_hetero.definition.job import HeteroTrainingJob, load_job
     from airflow_hetero.definition.model import InstanceGroup, ShuffleConfig, TrainingInput
@@ -37,6 +37,6 @@ __getattr__, __dir__ = lazy_exports(
         "TrainingInput": "airflow_hetero.definition.model",
         "JobDefinitionError": "airflow_hetero.definition.errors",
         "Problem": "airflow_hetero.definition.errors",
-        "build_training_request": "airflow_hetero.definition.build.definition_request",
+        "build_training_request": "airflow_hetero.definition.builder.definition_request",
     },
 )

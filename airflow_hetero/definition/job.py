@@ -61,7 +61,7 @@ class HeteroTrainingJob(JobFields):
 def after_encoding(job: JobFields) -> Iterator[Problem]:
     """The rule only the encoded request shows: the entry count, on what the SDK would send (with its
     sagemaker_* keys); needs a valid job, so it runs after the fields and the cross-field rules."""
-    from airflow_hetero.definition.build.hyperparameters import sdk_hyperparameters
+    from airflow_hetero.definition.builder.hyperparameters import sdk_hyperparameters
 
     encoded = sdk_hyperparameters(job, job_name="x" * 63, region="ap-southeast-3")
     if len(encoded) > checks.MAX_HYPERPARAMETERS:

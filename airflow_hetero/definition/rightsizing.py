@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 if TYPE_CHECKING:
-    from airflow_hetero.definition.build.source import SourceUpload
+    from airflow_hetero.definition.builder.source import SourceUpload
     from airflow_hetero.definition.raw_request.provider_config import ProviderSteps
     from airflow_hetero.definition.rules.fallbacks import Candidate
     from airflow_hetero.definition.submittable import Submittable

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from airflow_hetero.definition.build.source import SourceUpload
+    from airflow_hetero.definition.builder.source import SourceUpload
     from airflow_hetero.definition.job import HeteroTrainingJob
     from airflow_hetero.definition.raw_request.provider_config import ProviderSteps
     from airflow_hetero.definition.rules.fallbacks import Candidate
@@ -63,7 +63,7 @@ class DefinitionJob:
     @property
     def base_job_name(self) -> str:
         """The definition's ``base_job_name``, or the SDK's default (the image's repository name)."""
-        from airflow_hetero.definition.build.definition_request import base_job_name
+        from airflow_hetero.definition.builder.definition_request import base_job_name
 
         return base_job_name(self.job)
 
@@ -95,13 +95,13 @@ class DefinitionJob:
     def build(self, *, job_name: str, region: str, role_arn: str | None = None) -> dict[str, Any]:
         """The request the SageMaker Python SDK v2 sends for the definition; ``role_arn``: what a role
         name as ``role`` expanded to (required then)."""
-        from airflow_hetero.definition.build.definition_request import build_training_request
+        from airflow_hetero.definition.builder.definition_request import build_training_request
 
         return build_training_request(self.job, job_name=job_name, region=region, role_arn=role_arn)
 
     def source_upload(self, job_name: str, base_dir: Path) -> SourceUpload | None:
         """A local ``source_dir`` (or entry point) packaged for ``job_name``; None when the code is in S3."""
-        from airflow_hetero.definition.build.source import source_upload
+        from airflow_hetero.definition.builder.source import source_upload
 
         return source_upload(self.job, job_name, base=base_dir)
 

@@ -33,7 +33,7 @@ __all__ = ["cache_dir", "check_at_parse", "definition_key", "dependencies", "has
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: The definition's code folders below it (every module of each is a dependency, as the folder itself).
-_CODE_FOLDERS = ("raw_request", "rules", "build", "facts")
+_CODE_FOLDERS = ("raw_request", "rules", "builder", "facts")
 #: First line of every marker; a new layout gets a new header, so an old marker is only a miss.
 _HEADER = "airflow-hetero validated definition 2"
 

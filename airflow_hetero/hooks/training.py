@@ -295,7 +295,7 @@ class HeteroTrainingHook(HeteroAwsHook):
         entries at its root, as the Amazon provider's ``S3Upload`` does); the bytes sent."""
         import tempfile
 
-        from airflow_hetero.definition.build.source import write_path_tar_gz
+        from airflow_hetero.definition.builder.source import write_path_tar_gz
 
         bucket, key = split_s3_uri(s3_uri)
         with tempfile.TemporaryFile() if tar else path.open("rb") as data:  # never held in memory

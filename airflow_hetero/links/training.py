@@ -15,11 +15,12 @@ from urllib.parse import quote
 
 from airflow_hetero._compat import BaseOperatorLink, XCom, link_xcom_key
 from airflow_hetero.links import TRAINING_LINK_NAMES
+from airflow_hetero.xcom_keys import LINKS_XCOM_KEY
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import BaseOperator, Context, TaskInstanceKey
 
-XCOM_KEY = "hetero_training_job"
+XCOM_KEY = LINKS_XCOM_KEY  # the extra links read it (airflow_hetero.xcom_keys)
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
 

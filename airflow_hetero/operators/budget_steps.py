@@ -10,14 +10,25 @@ the request; a budget that cannot hold refuses before anything is submitted.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_hetero._compat import AirflowFailException
 
 if TYPE_CHECKING:
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.job.outcome import TrainingJobLimitError
+    from airflow_hetero.operators.run_state import TrainingRun
     from airflow_hetero.pricing.settings import PriceSettings
+
+
+class BudgetTask(Protocol):
+    """What the budget reads of the task."""
+
+    @property
+    def max_cost(self) -> Any: ...
+
+    @property
+    def log(self) -> Any: ...
 
 
 def fit_budget(
@@ -81,3 +92,11 @@ def budget_stop(hook: HeteroTrainingHook, err: TrainingJobLimitError, log: Any) 
     if message is None:
         return err
     return TrainingJobBudgetError(message, job_name=err.job_name, status=err.status, failure_reason=err.failure_reason)
+
+
+def budget_stopped(task: BudgetTask, run: TrainingRun, err: TrainingJobLimitError) -> TrainingJobLimitError:
+    """The budget's error for a job SageMaker stopped at the cap a budget set; ``err`` otherwise (no budget, or a
+    limit the job was given itself)."""
+    if task.max_cost is None:
+        return err
+    return budget_stop(run.hook, err, task.log)

@@ -29,11 +29,7 @@ from airflow_hetero.links.instance_groups import InstanceGroupsLink
 from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 from airflow_hetero.logs.verdict import Thresholds
 from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
-
-#: XCom key of the verdict (also inside ``return_value`` as ``verdict``).
-VERDICT_XCOM_KEY = "verdict"
-#: XCom key of the cost (also inside ``return_value`` as ``cost``).
-COST_XCOM_KEY = "cost"
+from airflow_hetero.xcom_keys import COST_XCOM_KEY, VERDICT_XCOM_KEY
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
@@ -131,7 +127,7 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
                 raise ValueError("job_name rendered empty: no training job to summarise")
             return self.job_name
         from airflow_hetero._compat import AirflowFailException
-        from airflow_hetero.operators.training import JOB_NAME_XCOM_KEY
+        from airflow_hetero.xcom_keys import JOB_NAME_XCOM_KEY
 
         name = context["ti"].xcom_pull(task_ids=self.training_task_id, key=JOB_NAME_XCOM_KEY)
         if not name:
@@ -153,7 +149,7 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
         job_name = self.training_job_name(context)
         attempts = None
         if self.training_task_id is not None:  # the clusters it tried before, when it fell back
-            from airflow_hetero.operators.capacity_fallback import CAPACITY_ATTEMPTS_XCOM_KEY
+            from airflow_hetero.xcom_keys import CAPACITY_ATTEMPTS_XCOM_KEY
 
             attempts = context["ti"].xcom_pull(task_ids=self.training_task_id, key=CAPACITY_ATTEMPTS_XCOM_KEY)
         hook = self.make_hook()
@@ -199,7 +195,7 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
         its next run reads) and the decision the next run would be made with, log it, and show it in the
         summary (``rightsizing``: the Instance groups view's section). Never fails the summary."""
         from airflow_hetero.operators.rightsizing_records import record_next
-        from airflow_hetero.operators.rightsizing_steps import RECORD_XCOM_KEY, RIGHTSIZING_XCOM_KEY
+        from airflow_hetero.xcom_keys import RECORD_XCOM_KEY, RIGHTSIZING_XCOM_KEY
 
         ti: Any = context["ti"]
         decision = ti.xcom_pull(task_ids=self.training_task_id, key=RIGHTSIZING_XCOM_KEY)

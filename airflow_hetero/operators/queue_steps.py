@@ -7,207 +7,209 @@ a failed one is followed by the next name, none is submitted (exactly once, see
 :mod:`airflow_hetero.hooks.batch`). Its payload is the request direct mode would send, built by the job the
 operator loaded, its tags moved to the service job (as the SageMaker SDK v3 does). The wait logs each state of the
 service job (RUNNABLE with its place at the front of the queue), each attempt's training job, and follows that
-job's log with the operator's own steps. Imported when the task runs, never at DAG parse.
+job's log as direct mode does (:class:`~airflow_hetero.operators.sync_wait.JobFollower`). The walk of the names
+and the submit block are direct mode's (:mod:`airflow_hetero.operators.submission`), with :class:`ServiceJobs` as
+the kind of job and the :data:`~airflow_hetero.operators.pipeline.QUEUED` pipeline. Imported when the task runs,
+never at DAG parse.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import AirflowFailException
+from airflow_hetero.operators.pipeline import QUEUED, StepContext
+from airflow_hetero.xcom_keys import JOB_NAME_XCOM_KEY, SERVICE_JOB_XCOM_KEY
 
 if TYPE_CHECKING:
-    from airflow_hetero._compat import Context
+    from collections.abc import Iterator
+
     from airflow_hetero.definition.submittable import Submittable
     from airflow_hetero.hooks.batch import HeteroBatchHook
     from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.job.batch_queue import BatchQueue
     from airflow_hetero.job.identity import TaskIdentity
-    from airflow_hetero.logs.tail import LogTailer
-
-#: XCom key of the service job (``{"job_id", "job_name", "job_queue"}``), pushed once it is submitted or found.
-SERVICE_JOB_XCOM_KEY = "service_job"
-#: XCom key of the latest attempt's training job (the direct mode's key: the summary operator reads it).
-JOB_NAME_XCOM_KEY = "training_job_name"
+    from airflow_hetero.operators.pipeline import Draft
+    from airflow_hetero.operators.run_state import TrainingRun
+    from airflow_hetero.operators.sync_wait import JobFollower
+    from airflow_hetero.operators.task_settings import RunSettings
 #: States in which the latest attempt's training job exists (or is being created).
 _ATTEMPT_STATES = ("SCHEDULED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED")
 
 
-class QueueRun:
-    """One run of operator ``op`` in queue mode, for the task instance of ``context``."""
+class ServiceJobs:
+    """Queue mode's jobs: service jobs of the task's queue, found by name (``ListServiceJobs``), owned by their
+    identity tags; each sent as one SubmitServiceJob whose payload is the request direct mode would send."""
 
-    def __init__(self, op: Any, context: Context) -> None:
-        self.op = op
-        self.context = context
-        self.log = op.log
+    what = "Service job"
+
+    def __init__(self, task: RunSettings, run: TrainingRun, queue: BatchQueue) -> None:
+        self.task, self.run, self.queue = task, run, queue
+
+    @property
+    def batch(self) -> HeteroBatchHook:
+        return batch_hook(self.task, self.run)
+
+    def find(self, name: str) -> list[dict[str, Any]]:
+        return self.batch.find_service_jobs(name)
+
+    def owner(self, found: dict[str, Any]) -> str | None:
+        from airflow_hetero.job.service_job import identity_of_service_job
+
+        return identity_of_service_job(found)
+
+    def status(self, found: dict[str, Any]) -> str:
+        return str(found.get("status"))
+
+    def continuing(self) -> bool:
+        return False
+
+    def seen(self, name: str, found: dict[str, Any]) -> dict[str, Any]:
+        """Describe an earlier service job's attempts' training jobs, so a budget counts what they cost."""
+        from airflow_hetero.job.service_job import attempt_training_jobs
+
+        if self.task.max_cost is not None:
+            for attempt in attempt_training_jobs(found):
+                if attempt not in self.run.earlier_jobs:
+                    described = self.run.hook.find_training_job(attempt)
+                    if described is not None:
+                        self.run.earlier_jobs[attempt] = described
+        return found
+
+    def reattachable(self, found: dict[str, Any]) -> bool:
+        return found.get("status") != "FAILED"
+
+    def payload(self, draft: Draft, identity: TaskIdentity) -> dict[str, Any]:
+        """The SubmitServiceJob request: the CreateTrainingJob request as its payload, its tags moved to the
+        service job (as the SageMaker SDK v3 does; the identity stays in its Environment); checked against the
+        queue's limits."""
+        from airflow_hetero.job.batch_queue import BatchQueueError, submit_request
+
+        request = dict(draft.request)
+        tags = request.pop("Tags", [])
+        try:
+            return submit_request(self.queue, request, tags, identity.digest)
+        except (BatchQueueError, ValueError) as err:
+            raise AirflowFailException(f"Task {self.task.task_id}: {err}") from err
+
+    def send(self, at: StepContext, built: Draft, sent: Draft, payload: Any, identity: TaskIdentity) -> dict[str, Any]:
+        """SubmitServiceJob (exactly once, see :mod:`airflow_hetero.hooks.batch`); the service job's description."""
+        log, name = self.task.log, built.name
+        shown = {k: v for k, v in payload.items() if k != "serviceRequestPayload"}
+        request = {k: v for k, v in sent.request.items() if k != "Tags"}
+        log.info(
+            "SubmitServiceJob %s:\n%s\nits serviceRequestPayload (CreateTrainingJob):\n%s",
+            name,
+            json.dumps(shown, indent=2),
+            json.dumps(request, indent=2, default=str),
+        )
+        answer = self.batch.submit_service_job(payload, identity=identity.digest)
+        how = "Adopted (the submit's answer was lost)" if answer.get("Adopted") else "Submitted"
+        log.info("%s service job %s (%s) to queue %s", how, name, answer.get("jobId"), self.queue.queue)
+        return self.batch.describe_service_job(str(answer["jobId"]))
+
+
+def batch_hook(task: RunSettings, run: TrainingRun) -> HeteroBatchHook:
+    """The run's Batch hook, built once."""
+    if run.batch_hook is None:
+        run.batch_hook = task.make_batch_hook()
+    return run.batch_hook
+
+
+class QueueRun:
+    """One run of the training operator in queue mode."""
+
+    def __init__(self, task: RunSettings, run: TrainingRun) -> None:
+        if task.batch_queue is None:
+            raise ValueError("queue mode needs batch_queue")
+        self.task, self.run, self.queue = task, run, task.batch_queue
+        self.context = run.context
+        self.log = task.log
+        self.at = StepContext(task, run)
+
+    @property
+    def batch(self) -> HeteroBatchHook:
+        return batch_hook(self.task, self.run)
 
     # -- the job ---------------------------------------------------------------------------------
 
     def load(self) -> Submittable:
-        """The operator's job, refused with fallback types (Batch requeues on CapacityError itself)."""
-        from airflow_hetero.job.batch_queue import FALLBACKS_WITH_QUEUE
+        """The task's job through the queue pipeline's job phase (fallback types refused)."""
+        return QUEUED.prepare(self.at, self.task.load_definition(self.context))
 
-        job: Submittable = self.op.rightsize(self.op.load_definition(self.context), self.context)  # as direct mode
-        if any(job.fallbacks.values()):
-            raise AirflowFailException(f"Task {self.op.task_id}: {FALLBACKS_WITH_QUEUE}")
-        return job
-
-    def names(self, job: Submittable) -> Any:
+    def names(self, job: Submittable) -> Iterator[str]:
         """The task instance's job names, short enough for Batch's ``AWSBatch<name><32 hex>``."""
         from airflow_hetero.definition import naming
         from airflow_hetero.sagemaker_facts import BATCH_PAYLOAD_TRAINING_JOB_NAME_MAX_LENGTH as LIMIT
 
-        if not self.op.job_name:
+        if not self.task.job_name:
             ti: Any = self.context["ti"]
             base = naming.fitted_base(job.base_job_name, LIMIT)
             if base != job.base_job_name:
                 self.log.info("Queue mode: job names start with %r (the base cut to fit Batch's names)", base)
             return naming.task_job_names(base, ti.dag_id, ti.task_id, ti.run_id, ti.map_index, max_length=LIMIT)
         try:
-            return iter(naming.explicit_job_names(self.op.job_name, LIMIT))
+            return iter(naming.explicit_job_names(self.task.job_name, LIMIT))
         except ValueError as err:
             raise AirflowFailException(f"job_name: {err}") from err
 
-    def run(self) -> dict[str, Any]:
+    def execute(self) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer); the result dict."""
-        op = self.op
+        from airflow_hetero.job.identity import TaskIdentity
+        from airflow_hetero.operators.submission import start
+
+        task = self.task
         job = self.load()
-        batch = op.make_batch_hook()
-        hook = op.waiting_hook = op.make_hook()
-        service = self.start(batch, hook, job)
+        identity = TaskIdentity.of(self.context["ti"])
+        kind = ServiceJobs(task, self.run, self.queue)
+        _, service, _ = start(self.at, kind, pipeline=QUEUED, job=job, names=self.names(job), identity=identity)
+        self.attached(service)
         if service.get("status") == "SUCCEEDED":
             self.log.info("Service job %s already succeeded: returning its result", service.get("jobName"))
-            return self.outcome(hook, service)
-        if not op.wait_for_completion:
+            return self.outcome(service)
+        if not task.wait_for_completion:
             return {"service_job": _service_result(service), "status": service.get("status")}
-        if op.deferrable:
+        if task.deferrable:
             self.defer_queue(service, after_attempt=None)
-        return self.wait(batch, hook, service)
+        return self.wait(service)
 
-    def start(self, batch: HeteroBatchHook, hook: HeteroTrainingHook, job: Submittable) -> dict[str, Any]:
-        """This task instance's service job: re-attached (unfinished or succeeded) or submitted; its description."""
-        from airflow_hetero.hooks.training import JobNameTakenError
-        from airflow_hetero.job.identity import TaskIdentity
-        from airflow_hetero.job.service_job import identity_of_service_job
-
-        identity = TaskIdentity.of(self.context["ti"])
-        self.op.steps_role_arn = None
-        for name in self.names(job):
-            found = batch.find_service_jobs(name)
-            ours = [s for s in found if identity_of_service_job(s) == identity.digest]
-            if found and not ours:
-                owner = identity_of_service_job(found[0])
-                self.log.warning(
-                    "Service job %s belongs to another task instance (identity %s): trying the next name",
-                    name,
-                    owner or "none",
-                )
-                continue
-            if not found:
-                try:
-                    return self.attached(self.submit(batch, hook, job, name, identity), batch)
-                except JobNameTakenError as err:
-                    self.log.warning("%s; trying the next name", err)
-                    continue
-            service = ours[0]
-            self.remember_attempts(hook, service)
-            status = service.get("status")
-            if self.op.on_existing_job == "fail":
-                raise AirflowFailException(f"Service job {name} already exists ({status}) and on_existing_job='fail'")
-            if self.op.on_existing_job == "reattach" and status != "FAILED":
-                self.log.info("Re-attaching to service job %s (%s), not submitting a new one", name, status)
-                return self.attached(service, batch)
-            self.log.info("Service job %s exists (%s): trying the next name", name, status)
-        raise AirflowFailException("Every job name for this task instance is taken")
-
-    def remember_attempts(self, hook: HeteroTrainingHook, service: dict[str, Any]) -> None:
-        """Describe an earlier service job's attempts' training jobs, so a budget counts what they cost."""
-        from airflow_hetero.job.service_job import attempt_training_jobs
-
-        if self.op.max_cost is None:
-            return
-        for name in attempt_training_jobs(service):
-            if name not in self.op.earlier_jobs:
-                found = hook.find_training_job(name)
-                if found is not None:
-                    self.op.earlier_jobs[name] = found
-
-    def submit(
-        self, batch: HeteroBatchHook, hook: HeteroTrainingHook, job: Submittable, name: str, identity: TaskIdentity
-    ) -> dict[str, Any]:
-        """Build the payload (as direct mode's request), check it against the queue, upload the code, submit."""
-        from airflow_hetero.job.batch_queue import BatchQueueError, submit_request
-        from airflow_hetero.operators.provider_steps import run_provider_steps
-
-        op = self.op
-        base: Path = op.base_dir()
-        try:
-            if op.steps_role_arn is None:
-                op.steps_role_arn = (run_provider_steps(hook, job.steps, base, self.log),)
-            (role_arn,) = op.steps_role_arn
-            request = identity.stamp(job.build(job_name=name, region=hook.conn_region_name, role_arn=role_arn))
-            upload = job.source_upload(name, base)
-            request = op.fit_budget(hook, request)
-            tags = request.pop(
-                "Tags", []
-            )  # the service job's tags (SDK v3 moves them too); identity stays in Environment
-            submit = submit_request(op.batch_queue, request, tags, identity.digest)
-        except (BatchQueueError, ValueError) as err:
-            raise AirflowFailException(f"Task {op.task_id}: {err}") from err
-        if upload is not None:
-            hook.upload_bytes(upload.code, upload.uri, upload.extra_args)
-            self.log.info("Uploaded training code (%d bytes) to %s", len(upload.code), upload.uri)
-        shown = {k: v for k, v in submit.items() if k != "serviceRequestPayload"}
-        self.log.info(
-            "SubmitServiceJob %s:\n%s\nits serviceRequestPayload (CreateTrainingJob):\n%s",
-            name,
-            json.dumps(shown, indent=2),
-            json.dumps(request, indent=2, default=str),
-        )
-        answer = batch.submit_service_job(submit, identity=identity.digest)
-        how = "Adopted (the submit's answer was lost)" if answer.get("Adopted") else "Submitted"
-        self.log.info("%s service job %s (%s) to queue %s", how, name, answer.get("jobId"), op.batch_queue.queue)
-        return batch.describe_service_job(str(answer["jobId"]))
-
-    def attached(self, service: dict[str, Any], batch: HeteroBatchHook) -> dict[str, Any]:
+    def attached(self, service: dict[str, Any]) -> None:
         """Keep the service job's id (on_kill terminates it) and tell XCom which it is."""
-        self.op.service_job_id = str(service["jobId"])
+        self.run.service_job_id = str(service["jobId"])
         self.context["ti"].xcom_push(key=SERVICE_JOB_XCOM_KEY, value=_service_result(service))
-        return service
 
     # -- waiting in the worker -------------------------------------------------------------------
 
-    def wait(self, batch: HeteroBatchHook, hook: HeteroTrainingHook, service: dict[str, Any]) -> dict[str, Any]:
+    def wait(self, service: dict[str, Any]) -> dict[str, Any]:
         """Follow the service job until it ends: its states, its attempts, the latest attempt's log."""
         from airflow_hetero.job.service_job import blocked_reason
 
-        watch = _Watch(self, batch, hook)
-        started = time.monotonic()
+        watch = _Watch(self)
         while True:
             watch.see(service)
             blocked = blocked_reason(service)
             if blocked is not None:
-                self.fail_blocked(batch, service, blocked)
+                self.fail_blocked(service, blocked)
             if service.get("status") in ("SUCCEEDED", "FAILED"):
                 watch.finish()
-                return self.outcome(hook, service)
-            limit = self.op.max_ingestion_time
-            if limit is not None and time.monotonic() - started > limit:
-                batch.terminate_service_job(str(service["jobId"]), "max_ingestion_time passed")
+                return self.outcome(service)
+            limit = self.task.max_ingestion_time
+            if limit is not None and time.monotonic() - self.run.started > limit:
+                self.batch.terminate_service_job(str(service["jobId"]), "max_ingestion_time passed")
                 raise self.timeout_error(
                     service, f"is still {service.get('status')} after {limit:g}s (max_ingestion_time)"
                 )
-            time.sleep(self.op.check_interval)
-            service = batch.describe_service_job(str(service["jobId"]))
+            time.sleep(self.task.check_interval)
+            service = self.batch.describe_service_job(str(service["jobId"]))
 
-    def fail_blocked(self, batch: HeteroBatchHook, service: dict[str, Any], reason: str) -> None:
+    def fail_blocked(self, service: dict[str, Any], reason: str) -> None:
         """Terminate a job its queue can never run, and fail the task (no retry: it would wait the same)."""
         from airflow_hetero.job.service_job import blocked_message
 
-        batch.terminate_service_job(str(service["jobId"]), reason[:256])
-        self.op.service_job_id = None
+        self.batch.terminate_service_job(str(service["jobId"]), reason[:256])
+        self.run.service_job_id = None
         raise AirflowFailException(blocked_message(service, reason))
 
     def timeout_error(self, service: dict[str, Any], what: str) -> Exception:
@@ -218,13 +220,15 @@ class QueueRun:
             f"Service job {name} {what}{ASKED_TO_STOP}", job_name=name, status=str(service.get("status"))
         )
 
-    def outcome(self, hook: HeteroTrainingHook, service: dict[str, Any]) -> dict[str, Any]:
+    def outcome(self, service: dict[str, Any]) -> dict[str, Any]:
         """SUCCEEDED: the latest attempt's result dict, with the service job and every attempt's billed time;
         FAILED: the task's error, with Batch's statusReason and SageMaker's FailureReason."""
         from airflow_hetero.job.outcome import TrainingJobFailedError, resolve_outcome
         from airflow_hetero.job.service_job import attempt_training_jobs, failure_message, latest_training_job
+        from airflow_hetero.operators.direct_run import finished
 
-        self.op.service_job_id = None
+        hook = self.run.hook
+        self.run.service_job_id = None
         latest = latest_training_job(service)
         training = hook.find_training_job(latest) if latest else None
         if training is not None:  # the summary of a failed job too reads it
@@ -237,13 +241,13 @@ class QueueRun:
                 status=str(service.get("status")),
                 failure_reason=reason,
             )
-        result = resolve_outcome(training, fail_on_stopped=self.op.fail_on_stopped)
+        result = resolve_outcome(training, fail_on_stopped=self.task.fail_on_stopped)
         billed = [
             (hook.find_training_job(n) or {}) if n != latest else training for n in attempt_training_jobs(service)
         ]
         result["service_job"] = _service_result(service)
         result["service_job"]["billable_seconds"] = sum(int(d.get("BillableTimeInSeconds") or 0) for d in billed)
-        return result
+        return finished(self.task, self.run, result)
 
     # -- deferred ------------------------------------------------------------------------------
 
@@ -251,15 +255,15 @@ class QueueRun:
         """Hand the wait in the queue to the triggerer (it returns when an attempt starts or the job ends)."""
         from airflow_hetero.triggers.queue import HeteroServiceJobTrigger
 
-        op = self.op
-        op.defer(
+        task = self.task
+        task.defer(
             trigger=HeteroServiceJobTrigger(
                 str(service["jobId"]),
                 job_name=str(service.get("jobName")),
-                job_queue=str(op.batch_queue.queue),
+                job_queue=str(self.queue.queue),
                 after_attempt=after_attempt,
-                **op.aws_settings(),
-                poll_interval=float(op.check_interval),
+                **task.aws_settings(),
+                poll_interval=float(task.check_interval),
                 stop_on_kill=True,
             ),
             method_name="execute_queued_complete",
@@ -270,15 +274,15 @@ class QueueRun:
         """Hand the running attempt's training job to the training-job trigger (its kill terminates the service job)."""
         from airflow_hetero.triggers.queue import HeteroQueuedTrainingTrigger
 
-        op = self.op
-        op.defer(
+        task = self.task
+        task.defer(
             trigger=HeteroQueuedTrainingTrigger(
                 training_job,
                 service_job_id=service_job_id,
-                **op.aws_settings(),
-                poll_interval=float(op.check_interval),
+                **task.aws_settings(),
+                poll_interval=float(task.check_interval),
                 stop_on_kill=True,
-                not_found_grace_seconds=op.not_found_grace_seconds,
+                not_found_grace_seconds=task.not_found_grace_seconds,
                 created_at=time.time(),
             ),
             method_name="execute_queued_complete",
@@ -287,9 +291,10 @@ class QueueRun:
 
     def resume(self, event: dict[str, Any], service_job_id: str, stage: str) -> dict[str, Any]:
         """After a deferral: the next deferral (a new attempt, or back to the queue), or the outcome."""
-        batch = self.op.make_batch_hook()
-        hook = self.op.make_hook()
-        self.op.service_job_id = service_job_id
+        from airflow_hetero.operators.sync_wait import emit_log_tail
+
+        batch, hook = self.batch, self.run.hook
+        self.run.service_job_id = service_job_id
         if event.get("status") in ("timeout", "error"):
             batch.terminate_service_job(service_job_id, f"The Airflow task's wait ended: {event.get('status')}")
             raise AirflowFailException(
@@ -297,14 +302,14 @@ class QueueRun:
             )
         service = batch.describe_service_job(service_job_id)
         if event.get("status") == "blocked":
-            self.fail_blocked(batch, service, str(event.get("status_reason")))
+            self.fail_blocked(service, str(event.get("status_reason")))
         training = event.get("training_job") if stage == "queue" else event.get("job_name")
         final = service.get("status") in ("SUCCEEDED", "FAILED")
         training = real_name(hook, str(training)) if training else None
-        if self.op.print_log and training and (stage == "training" or final):
-            self.show_tail(hook, training)
+        if self.task.print_log and training and (stage == "training" or final):
+            emit_log_tail(self.task, hook, training)
         if final:
-            return self.outcome(hook, service)
+            return self.outcome(service)
         if stage == "queue" and training:
             self.log.info("Service job %s: %s", service.get("jobName"), _state(service))
             self.context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=training)
@@ -312,13 +317,6 @@ class QueueRun:
         self.log.info("Service job %s: %s (its attempt %s ended)", service.get("jobName"), _state(service), training)
         self.defer_queue(service, after_attempt=training)
         raise AssertionError("not reached: defer raises TaskDeferred")
-
-    def show_tail(self, hook: HeteroTrainingHook, name: str) -> None:
-        tailer = hook.log_tailer(name, emit=lambda line: self.log.info("%s", line))
-        try:
-            tailer.emit_tail()
-        except Exception as exc:
-            self.log.warning("Could not read the logs of %s: %s", name, exc)
 
     # -- the task ends ---------------------------------------------------------------------------
 
@@ -328,7 +326,7 @@ class QueueRun:
         from airflow_hetero.job.service_job import identity_of_service_job, is_final
 
         job = self.load()
-        batch = self.op.make_batch_hook()
+        batch = self.batch
         digest = TaskIdentity.of(self.context["ti"]).digest
         for name in self.names(job):
             found = batch.find_service_jobs(name)
@@ -366,13 +364,11 @@ def _service_result(service: dict[str, Any]) -> dict[str, Any]:
 class _Watch:
     """What the synchronous wait has said so far: the last state, the attempt followed, its log."""
 
-    def __init__(self, run: QueueRun, batch: HeteroBatchHook, hook: HeteroTrainingHook) -> None:
-        self.run, self.batch, self.hook, self.log = run, batch, hook, run.log
+    def __init__(self, queue_run: QueueRun) -> None:
+        self.queue_run, self.log = queue_run, queue_run.log
         self.state: tuple[Any, Any] | None = None
         self.attempt: str | None = None
-        self.transitions = 0
-        self.pushed = False
-        self.tailer: LogTailer | None = None
+        self.follower: JobFollower | None = None
 
     def see(self, service: dict[str, Any]) -> None:
         """Log what changed in ``service``; follow its latest attempt's training job."""
@@ -384,7 +380,7 @@ class _Watch:
         if state != self.state:
             was = self.state[0] if self.state else None
             place = (
-                self.batch.queue_place(str(service.get("jobQueue")), service.get("jobArn"))
+                self.queue_run.batch.queue_place(str(service.get("jobQueue")), service.get("jobArn"))
                 if status == "RUNNABLE"
                 else None
             )
@@ -398,40 +394,30 @@ class _Watch:
             self.log.info("Service job %s: attempt %d is training job %s", name, count, latest)
             if self.attempt:
                 self.log.warning("Service job %s: training job %s was followed by a new attempt", name, self.attempt)
-            self.attempt, self.transitions, self.pushed = latest, 0, False
+            self.attempt, self.follower = latest, None
         if latest and status in _ATTEMPT_STATES:
             self.follow(latest)
 
     def follow(self, name: str) -> None:
         """The attempt's SecondaryStatus transitions and ``[group/host]`` log lines so far."""
-        op = self.run.op
+        from airflow_hetero.operators.sync_wait import JobFollower
+
+        run = self.queue_run.run
         try:
-            training = self.hook.find_training_job(name)
+            training = run.hook.find_training_job(name)
         except Exception as exc:
             self.log.warning("Could not describe training job %s: %s", name, exc)
             return
         if training is None:
             return
-        name = str(training.get("TrainingJobName") or name)  # an ARN's name is lower-cased; the logs are not
-        if not self.pushed:
-            self.run.context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=name)
-            self.pushed = True
-        seen = op.log_transitions(name, training, self.transitions)
-        rescan, self.transitions = seen > self.transitions, seen
-        if op.print_log and self.tailer is None:
-            self.tailer = op.make_tailer(self.hook, name, training)
-        if self.tailer is not None:
-            try:
-                self.tailer.poll(rescan=rescan)
-            except Exception as exc:
-                self.log.warning("Stopped following the logs of %s: %s", name, exc)
-                self.tailer = None
+        if self.follower is None:
+            name = str(training.get("TrainingJobName") or name)  # an ARN's name is lower-cased; the logs are not
+            self.queue_run.context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=name)
+            self.follower = JobFollower(self.queue_run.task, run.hook, name)
+        rescan = self.follower.see(training)
+        self.follower.follow(final=False, rescan=rescan)
 
     def finish(self) -> None:
         """Print the rest of the followed attempt's log."""
-        if self.tailer is not None:
-            try:
-                self.tailer.flush()
-            except Exception as exc:
-                self.log.warning("Stopped following the logs of %s: %s", self.attempt, exc)
-            self.tailer = None
+        if self.follower is not None:
+            self.follower.follow(final=True)

@@ -34,7 +34,7 @@ def queue_input(
 ) -> tuple[dict[str, Any], list[QueueAttempt]] | None:
     """When ``op.training_task_id`` pushed a ``service_job`` XCom (queue mode): its DescribeServiceJob answer
     and its attempts before ``job_name``, each described and priced with ``op``'s price settings; else None."""
-    from airflow_hetero.operators.queue_steps import SERVICE_JOB_XCOM_KEY
+    from airflow_hetero.xcom_keys import SERVICE_JOB_XCOM_KEY
 
     pushed = context["ti"].xcom_pull(task_ids=op.training_task_id, key=SERVICE_JOB_XCOM_KEY)
     if not isinstance(pushed, Mapping) or not pushed.get("job_id"):

@@ -1,48 +1,99 @@
-"""The operator's synchronous wait: one DescribeTrainingJob per ``check_interval`` until the job ends.
+"""The synchronous wait for a training job: one DescribeTrainingJob per ``check_interval`` until the job ends.
 
-:meth:`HeteroTrainingOperator.wait <airflow_hetero.operators.training.HeteroTrainingOperator.wait>` runs a
-:class:`SyncWait` when the task waits in the worker: every SecondaryStatus transition logged once (the
-operator's ``log_transitions``), the logs of every host followed (its ``make_tailer``), transient errors
-ridden out for ``transient_grace_seconds``, the limits of :mod:`airflow_hetero.job.limits` applied. Imported
-when the task waits, never at DAG parse.
+:class:`SyncWait` runs when the task waits in the worker: every SecondaryStatus transition and the logs of every
+host followed (:class:`JobFollower`, which queue mode's wait uses for each attempt too), transient errors ridden
+out for ``transient_grace_seconds``, the limits of :mod:`airflow_hetero.job.limits` applied. Imported when the
+task waits, never at DAG parse.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.logs.tail import LogTailer
+    from airflow_hetero.operators.run_state import TrainingRun
+    from airflow_hetero.operators.task_settings import WaitSettings
 
 
-class Waiter(Protocol):
-    """What the wait reads of the operator (its settings and overridable steps)."""
+def describe_if_visible(task: WaitSettings, run: TrainingRun, name: str) -> dict[str, Any] | None:
+    """DescribeTrainingJob; None while the job this run just created is not visible yet."""
+    from airflow_hetero.job.waiting import NOT_FOUND_YET, not_found_yet
 
-    log: Any
-    transient_grace_seconds: float
-    stopping_timeout_seconds: float
-    print_log: bool
-    fail_on_stopped: bool
-    max_ingestion_time: float | None
-    check_interval: float
-    active_job_name: str | None
+    try:
+        return run.hook.describe_training_job(name)
+    except Exception as exc:
+        if not not_found_yet(exc, run.submitted_at, task.not_found_grace_seconds):
+            raise
+        task.log.warning(NOT_FOUND_YET, name)
+        return None
 
-    def describe_if_visible(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any] | None: ...
 
-    def log_transitions(self, name: str, describe: dict[str, Any], logged: int) -> int: ...
+def describe_fresh(task: WaitSettings, run: TrainingRun, name: str) -> dict[str, Any]:
+    """DescribeTrainingJob, waiting out "not found" within the grace period after this run's own create."""
+    while (describe := describe_if_visible(task, run, name)) is None:
+        time.sleep(min(task.check_interval, 5.0))
+    return describe
 
-    def make_tailer(self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any]) -> LogTailer: ...
+
+def emit_log_tail(task: WaitSettings, hook: HeteroTrainingHook, name: str) -> None:
+    """The end of every host's log, into the task log (a log that cannot be read only warns)."""
+    log = task.log
+    tailer = hook.log_tailer(name, emit=lambda line: log.info("%s", line))
+    try:
+        tailer.emit_tail()
+    except Exception as exc:
+        log.warning("Could not read the logs of %s: %s", name, exc)
+
+
+class JobFollower:
+    """What the task log has said of one training job: its SecondaryStatus transitions, once each, with their
+    StatusMessage; its hosts' log lines with ``[group/host]`` prefixes (with ``print_log``)."""
+
+    def __init__(self, task: WaitSettings, hook: HeteroTrainingHook, name: str) -> None:
+        self.task, self.hook, self.name = task, hook, name
+        self.logged = 0
+        self.tailer: LogTailer | None = None
+
+    def see(self, describe: dict[str, Any]) -> bool:
+        """Log the transitions new in ``describe``; start following the logs. True when one was new (new log
+        streams may have appeared)."""
+        transitions = describe.get("SecondaryStatusTransitions") or []
+        for item in transitions[self.logged :]:
+            self.task.log.info(
+                "Training job %s: %s - %s", self.name, item.get("Status"), item.get("StatusMessage") or ""
+            )
+        seen = max(self.logged, len(transitions))
+        new, self.logged = seen > self.logged, seen
+        if self.task.print_log and self.tailer is None:
+            log = self.task.log
+            self.tailer = self.hook.log_tailer(self.name, emit=lambda line: log.info("%s", line), describe=describe)
+        return new
+
+    def follow(self, *, final: bool, rescan: bool = False) -> None:
+        """Print new log lines (all of them when ``final``); logs are a convenience, so an error only stops them."""
+        if self.tailer is None:
+            return
+        try:
+            if final:
+                self.tailer.flush()
+            else:
+                self.tailer.poll(rescan=rescan)
+        except Exception as exc:
+            self.task.log.warning("Stopped following the logs of %s: %s", self.name, exc)
+            self.tailer = None
+            return
+        if final:
+            self.tailer = None
 
 
 class SyncWait:
-    """One synchronous wait of the operator ``op`` for job ``name``, through ``hook``."""
+    """One synchronous wait of run ``run`` for job ``name``."""
 
-    def __init__(self, op: Waiter, hook: HeteroTrainingHook, name: str) -> None:
-        self.op = op
-        self.hook = hook
-        self.name = name
+    def __init__(self, task: WaitSettings, run: TrainingRun, name: str) -> None:
+        self.task, self.run, self.name = task, run, name
 
     def describe_through_outage(self, failing_since: float | None) -> tuple[dict[str, Any] | None, float | None]:
         """One poll's describe (None: not visible yet, or a transient error) and the start of the
@@ -50,25 +101,24 @@ class SyncWait:
         from airflow_hetero._retry import is_transient
 
         try:
-            describe = self.op.describe_if_visible(self.hook, self.name)
+            describe = describe_if_visible(self.task, self.run, self.name)
         except Exception as exc:
             if not is_transient(exc):
                 raise
             failing_since = failing_since or time.monotonic()
-            if time.monotonic() - failing_since > self.op.transient_grace_seconds:
+            if time.monotonic() - failing_since > self.task.transient_grace_seconds:
                 raise  # a long outage: fail; the retry re-attaches to the job
-            self.op.log.warning("Training job %s: transient errors persist, will retry: %s", self.name, exc)
+            self.task.log.warning("Training job %s: transient errors persist, will retry: %s", self.name, exc)
             return None, failing_since
         return describe, None if describe is not None else failing_since
 
-    def run(self, describe: dict[str, Any] | None, started: float) -> dict[str, Any]:
+    def until_done(self, describe: dict[str, Any] | None) -> dict[str, Any]:
         """Wait until the job ends; its result dict, or the task's error (a limit passed stops the job)."""
         from airflow_hetero.job.limits import passed_limit
         from airflow_hetero.job.outcome import classify, resolve_outcome
 
-        op, hook, name = self.op, self.hook, self.name
-        logged = 0  # SecondaryStatusTransitions already written to the task log
-        tailer: LogTailer | None = None
+        task, run, name = self.task, self.run, self.name
+        follower = JobFollower(task, run.hook, name)
         failing_since: float | None = None  # start of the current run of failed polls
         stopping_since: float | None = None  # first poll that saw Stopping
         while True:
@@ -77,41 +127,25 @@ class SyncWait:
             state = None
             transition = False  # a new SecondaryStatus: new log streams may have appeared
             if describe is not None:
-                seen = op.log_transitions(name, describe, logged)
-                transition, logged = seen > logged, seen
+                transition = follower.see(describe)
                 state = classify(describe)
-                if op.print_log and tailer is None:
-                    tailer = op.make_tailer(hook, name, describe)
-            if tailer is not None:
-                tailer = self.follow_logs(tailer, final=state not in (None, "running"), rescan=transition)
+            follower.follow(final=state not in (None, "running"), rescan=transition)
             if describe is not None and state != "running":
-                op.active_job_name = None
-                return resolve_outcome(describe, fail_on_stopped=op.fail_on_stopped)
+                run.active_job_name = None
+                return resolve_outcome(describe, fail_on_stopped=task.fail_on_stopped)
             if describe is not None and describe.get("TrainingJobStatus") == "Stopping":
                 stopping_since = stopping_since or time.monotonic()
             passed = passed_limit(
                 name,
                 describe,
-                waited=time.monotonic() - started,
+                waited=time.monotonic() - run.started,
                 stopping_for=None if stopping_since is None else time.monotonic() - stopping_since,
-                max_ingestion_time=op.max_ingestion_time,
-                stopping_timeout=op.stopping_timeout_seconds,
+                max_ingestion_time=task.max_ingestion_time,
+                stopping_timeout=task.stopping_timeout_seconds,
             )
             if passed is not None:
                 if passed.stop:
-                    hook.stop_training_job(name)
+                    run.hook.stop_training_job(name)
                 raise passed.error
-            time.sleep(op.check_interval)
+            time.sleep(task.check_interval)
             describe = None
-
-    def follow_logs(self, tailer: LogTailer, *, final: bool, rescan: bool = False) -> LogTailer | None:
-        """Print new log lines; logs are a convenience, so a persistent error only stops them."""
-        try:
-            if final:
-                tailer.flush()
-            else:
-                tailer.poll(rescan=rescan)
-        except Exception as exc:
-            self.op.log.warning("Stopped following the logs of %s: %s", tailer.job_name, exc)
-            return None
-        return tailer

@@ -17,17 +17,20 @@
   transition logged once, logs of every host streamed with ``[group/host]`` prefixes) or
   deferred to :class:`~airflow_hetero.triggers.HeteroTrainingTrigger`.
 
-Importing this module loads only ``airflow.sdk``, the extra links, the lineage mixin and the AWS and price
-settings (:mod:`~airflow_hetero.hooks.aws_settings`, :mod:`~airflow_hetero.pricing.settings`); each step is a
-method importing what it runs (a subclass may override one). A DAG file pays for the class and the
-parse-time check (:mod:`~airflow_hetero.definition.validated`).
+The operator composes its parts; it holds the arguments and their checks at DAG parse, and each run is a
+:class:`~airflow_hetero.operators.run_state.TrainingRun` handed to the part that runs it: direct mode
+(:mod:`~airflow_hetero.operators.direct_run`), queue mode (:mod:`~airflow_hetero.operators.queue_steps`), the
+resume after a deferral (:mod:`~airflow_hetero.operators.deferred_wait`). What turns the loaded job into the request
+sent is one stated pipeline (:mod:`~airflow_hetero.operators.pipeline`). Importing this module loads only
+``airflow.sdk``, the extra links, the lineage mixin and the AWS and price settings; a DAG file pays for the
+class and the parse-time check (:mod:`~airflow_hetero.definition.validated`).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -35,9 +38,6 @@ from airflow_hetero._compat import AirflowFailException, BaseOperator, default_d
 from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
 from airflow_hetero.links import training_links
-from airflow_hetero.operators.capacity_fallback import JOB_NAME_XCOM_KEY, CapacityFallbackMixin
-from airflow_hetero.operators.queue_mode import QueueModeMixin
-from airflow_hetero.operators.rightsizing_steps import RightSizingMixin
 from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
 
 if TYPE_CHECKING:
@@ -48,20 +48,25 @@ if TYPE_CHECKING:
     from airflow_hetero.definition.submittable import Submittable
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.job.batch_queue import BatchQueue
-    from airflow_hetero.job.identity import TaskIdentity
-    from airflow_hetero.job.outcome import TrainingJobLimitError
-    from airflow_hetero.logs.tail import LogTailer
+    from airflow_hetero.operators.run_state import TrainingRun
 
-__all__ = ["JOB_NAME_XCOM_KEY", "HeteroTrainingOperator", "OnExistingJob"]
+__all__ = ["HeteroTrainingOperator", "OnExistingJob"]  # and JOB_NAME_XCOM_KEY, lazily (module __getattr__)
 
 #: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.
 OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
 _ON_EXISTING = ("reattach", "fail", "new")
 
 
-class HeteroTrainingOperator(
-    QueueModeMixin, RightSizingMixin, CapacityFallbackMixin, JobOutputsMixin, AwsSettings, BaseOperator
-):
+def __getattr__(name: str) -> Any:
+    """``JOB_NAME_XCOM_KEY``, from :mod:`airflow_hetero.xcom_keys` (where every key the tasks exchange is)."""
+    if name == "JOB_NAME_XCOM_KEY":
+        from airflow_hetero.xcom_keys import JOB_NAME_XCOM_KEY
+
+        return JOB_NAME_XCOM_KEY
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -113,9 +118,6 @@ class HeteroTrainingOperator(
     not_found_grace_seconds: float | None = None
     #: A job staying Stopping longer than this fails the task (with its name and state).
     stopping_timeout_seconds: float = 1800
-    #: The role ARN (None: no role name) once the provider steps ran in this ``start_job``: they run at
-    #: its first submit, and the next candidate name after a name race reuses them (uploads once).
-    steps_role_arn: tuple[str | None] | None = None
     #: A budget that leaves a job less run time than this refuses before submitting (docs/cost.md); equal to
     #: :data:`airflow_hetero.job.budget.DEFAULT_MIN_RUNTIME_SECONDS` (not imported at DAG parse; a test pins it).
     budget_min_runtime_seconds: int = 300
@@ -186,7 +188,14 @@ class HeteroTrainingOperator(
             request, request=True, fallbacks=fallbacks if request is not None else None
         )
         self.fallback_instance_types = fallback_instance_types
-        self.set_rightsizing(rightsizing)  # checked now, against the job when both are plain data
+        self.rightsizing_source = self.job if self.job is not None else self.request  # as written: its fingerprint
+        self.rightsizing: dict[str, Any] | None = None
+        if rightsizing is not None:  # checked now, against the job when both are plain data
+            from airflow_hetero.operators.rightsizing_steps import check_rightsizing
+
+            self.rightsizing = check_rightsizing(
+                rightsizing, self.rightsizing_source, request=request is not None, fallbacks=fallback_instance_types
+            )
         self.job_name = job_name
         self.wait_for_completion = wait_for_completion
         self.deferrable = default_deferrable() if deferrable is None else deferrable
@@ -195,16 +204,22 @@ class HeteroTrainingOperator(
         self.print_log = print_log
         self.fail_on_stopped = fail_on_stopped
         self.on_existing_job = on_existing_job
-        self.set_capacity_arguments(capacity_attempts, capacity_retry_delay)
+        if (capacity_attempts is not None and capacity_attempts < 1) or capacity_retry_delay < 0:
+            raise ValueError(
+                "capacity_attempts must be None or >= 1 and capacity_retry_delay >= 0, "
+                f"got {capacity_attempts!r} and {capacity_retry_delay!r}"
+            )
+        self.capacity_attempts = capacity_attempts
+        self.capacity_retry_delay = capacity_retry_delay
         if isinstance(max_cost, int | float) and not max_cost > 0:  # a template is checked once rendered
             raise ValueError(f"max_cost must be a positive number, got {max_cost!r}")
         self.max_cost = max_cost
-        self.set_batch_queue(batch_queue, fallback_instance_types, self.job)  # after job_name: its length
-        self.earlier_jobs: dict[str, dict[str, Any]] = {}  # this task instance's jobs seen: what they cost
-        self.active_job_name: str | None = None  # the job on_kill stops
-        self.waiting_hook: HeteroTrainingHook | None = None  # the wait's hook: on_kill stops through its client
-        self.submitted_at: float | None = None  # epoch of our own CreateTrainingJob (not-found grace)
-        self.wait_limit: float | None = None  # the submitted job's MaxRuntime (+ MaxWait) + margin
+        self.batch_queue: BatchQueue | None = None
+        if batch_queue is not None:
+            from airflow_hetero.operators.queue_mode import check_batch_queue
+
+            self.batch_queue = check_batch_queue(batch_queue, fallback_instance_types, self.job, job_name)
+        self.run: TrainingRun | None = None  # this task run's state (on_kill reads it)
 
     # -- the definition ----------------------------------------------------------------------
 
@@ -276,212 +291,37 @@ class HeteroTrainingOperator(
         except ValueError as err:
             raise AirflowFailException(f"job_name: {err}") from err
 
-    def start_job(
-        self, hook: HeteroTrainingHook, job: Submittable, context: Context, region: str
-    ) -> tuple[str, dict[str, Any] | None]:
-        """Re-attach to this task instance's job or submit a new one; the name and its description.
+    @property
+    def summary_candidates(self) -> list[str]:
+        """The DAG's tasks summarising this one (their ``training_task_id``): right-sizing reads their records."""
+        dag = self.dag if self.has_dag() else None  # type: ignore[no-untyped-call]
+        return [t.task_id for t in getattr(dag, "tasks", []) if getattr(t, "training_task_id", None) == self.task_id]
 
-        The description is None for a job just submitted. A job of a candidate name whose identity
-        is not this task instance's counts as taken (warning, next name); a stopping one of ours
-        (a clear stopped it) is waited for, then replaced (docs/failure-semantics.md).
-        """
-        from airflow_hetero.hooks.training import JobNameTakenError
-        from airflow_hetero.job.identity import TaskIdentity
-        from airflow_hetero.job.outcome import classify
+    # -- running: a run per execute (or resume), handed to the part that runs it ----------------
 
-        identity = TaskIdentity.of(context["ti"])
-        self.steps_role_arn = None  # the provider steps run at this start's first submit only
-        for name in self.candidate_names(job, context):
-            existing = hook.find_training_job(name)
-            if existing is None:
-                try:
-                    self.submit(hook, job, name, region, identity)
-                except JobNameTakenError as err:
-                    self.log.warning("%s; trying the next name", err)
-                    continue
-                return name, None
-            owner = hook.identity_of(existing)
-            status = existing.get("TrainingJobStatus")
-            if owner != identity.digest:
-                self.log.warning(
-                    "Training job %s (%s) belongs to another task instance (identity %s, this one %s); "
-                    "trying the next name",
-                    name,
-                    status,
-                    owner or "none",
-                    identity.digest,
-                )
-                continue
-            continuing = self.chain is not None and not self.chain.new_round  # a fallback within this try
-            if self.on_existing_job == "fail" and not continuing:
-                raise AirflowFailException(f"Training job {name} already exists ({status}) and on_existing_job='fail'")
-            if status == "Stopping" and self.on_existing_job == "reattach":
-                existing = self.wait_stopped(hook, name)
-            self.earlier_jobs[name] = existing  # counted by a budget (docs/cost.md)
-            if self.chain is not None and (continuing or self.on_existing_job == "reattach"):
-                self.chain.observe(name, existing)  # the chain's history is its jobs (docs/capacity.md)
-            state = classify(existing)
-            if self.on_existing_job == "reattach" and state in ("running", "succeeded"):
-                self.log.info("Re-attaching to training job %s (%s), not submitting a new one", name, status)
-                return name, existing
-            self.log.info("Training job %s exists (%s); trying the next name", name, existing.get("TrainingJobStatus"))
-        raise AirflowFailException("Every job name for this task instance is taken")
+    @cached_property
+    def hook(self) -> HeteroTrainingHook:
+        """The task run's SageMaker hook, built once (as the Amazon provider's operators cache theirs)."""
+        return self.make_hook()
 
-    def submit(
-        self, hook: HeteroTrainingHook, job: Submittable, name: str, region: str, identity: TaskIdentity
-    ) -> None:
-        """Run what comes before the create (a request's provider steps, a definition's local code upload),
-        then send the one CreateTrainingJob (identity stamped)."""
-        from airflow_hetero.job.resource_config import describe_groups, instance_groups, is_hetero
-        from airflow_hetero.job.waiting import wait_limit_seconds
-        from airflow_hetero.operators.provider_steps import run_provider_steps
+    def new_run(self, context: Context) -> TrainingRun:
+        """This task run's state (``on_kill`` reads it)."""
+        from airflow_hetero.operators.run_state import TrainingRun
 
-        base = self.base_dir()
-        try:  # a definition, source_dir or config error (JobDefinitionError, SourceDirError: ValueErrors) fails
-            if self.steps_role_arn is None:  # not yet in this start_job: a name race moves on without them
-                self.steps_role_arn = (run_provider_steps(hook, job.steps, base, self.log),)
-            (role_arn,) = self.steps_role_arn
-            request = identity.stamp(job.build(job_name=name, region=region, role_arn=role_arn))
-            upload = job.source_upload(name, base)
-        except ValueError as err:
-            raise AirflowFailException(f"Task {self.task_id}: {err}") from err
-        if job.name_note and not self.job_name:
-            self.log.warning("%s", job.name_note)
-        if upload is not None:
-            hook.upload_bytes(upload.code, upload.uri, upload.extra_args)
-            self.log.info("Uploaded training code (%d bytes) to %s", len(upload.code), upload.uri)
-        answer, request = self.create(hook, job, name, request, identity)
-        self.wait_limit = wait_limit_seconds(request)
-        groups = describe_groups(instance_groups(request)) if is_hetero(request) else ""
-        how = "Adopted (the create's answer was lost)" if answer.get("Adopted") else "Submitted"
-        self.log.info("%s training job %s (%s) %s", how, name, answer.get("TrainingJobArn"), groups)
-
-    def fit_budget(self, hook: HeteroTrainingHook, request: dict[str, Any]) -> dict[str, Any]:
-        """``request`` within ``max_cost`` (the earlier jobs of this task instance counted); as is without one."""
-        if self.max_cost is None:
-            return request
-        from airflow_hetero.operators.budget_steps import fit_budget
-        from airflow_hetero.sagemaker_facts import STOP_SIGNAL_WINDOW_SECONDS
-
-        window = self.budget_stop_window_seconds
-        return fit_budget(
-            hook,
-            request,
-            [d for n, d in self.earlier_jobs.items() if n != request.get("TrainingJobName")],
-            max_cost=self.max_cost,
-            settings=self.price_settings,
-            min_runtime=self.budget_min_runtime_seconds,
-            stop_window=STOP_SIGNAL_WINDOW_SECONDS if window is None else window,
-            task_id=self.task_id,
-            log=self.log,
-        )
-
-    def budget_stopped(self, hook: HeteroTrainingHook, err: TrainingJobLimitError) -> TrainingJobLimitError:
-        """The budget's error for a job SageMaker stopped at the cap a budget set; ``err`` otherwise (no
-        budget, or a limit the job was given itself)."""
-        if self.max_cost is None:
-            return err
-        from airflow_hetero.operators.budget_steps import budget_stop
-
-        return budget_stop(hook, err, self.log)
-
-    def wait_stopped(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
-        """Wait (bounded by ``stopping_timeout_seconds``) for a Stopping job to end; its last description."""
-        from airflow_hetero.job.outcome import still_stopping_error
-
-        self.log.info("Training job %s is stopping (the task was cleared or killed): waiting for it to end", name)
-        since = time.monotonic()
-        while True:
-            describe = hook.describe_training_job(name)
-            if describe.get("TrainingJobStatus") != "Stopping":
-                return describe
-            if time.monotonic() - since > self.stopping_timeout_seconds:
-                raise still_stopping_error(name, self.stopping_timeout_seconds)
-            time.sleep(self.check_interval)
-
-    # -- running: submit or re-attach, then wait or defer --------------------------------------
+        self.run = TrainingRun(context=context, hook=self.hook)
+        return self.run
 
     @records_outputs
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
-        from airflow_hetero.job.outcome import (
-            TrainingJobFailedError,
-            TrainingJobLimitError,
-            classify,
-            resolve_outcome,
-            result_dict,
-        )
-
+        run = self.new_run(context)
         if self.batch_queue is not None:
-            return self.execute_queued(context)
-        started = time.monotonic()
-        started_at = time.time()
-        job = self.rightsize(self.load_definition(context), context)  # apply: the decided counts (docs/rightsizing.md)
-        hook = self.waiting_hook = self.make_hook()
-        self.chain = self.capacity_chain(job)
-        name, describe = self.attach(hook, job, context)
-        if describe is not None and classify(describe) == "succeeded":
-            self.log.info("Training job %s already completed: returning its result", name)
-            return self.with_attempts(resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped))
-        if not self.wait_for_completion:
-            return self.with_attempts(result_dict(describe or self.describe_fresh(hook, name)))
-        if self.deferrable:
-            self.defer_wait(name, started_at)
-        while True:  # a job failed for lack of capacity is followed by the next cluster's (docs/capacity.md)
-            try:
-                return self.with_attempts(self.wait(hook, name, describe, started))
-            except TrainingJobFailedError as err:
-                if not self.capacity_failed(err):
-                    raise
-            except TrainingJobLimitError as err:
-                raise self.budget_stopped(hook, err) from err.__cause__
-            name, describe = self.attach(hook, job, context)
+            from airflow_hetero.operators.queue_steps import QueueRun
 
-    def describe_if_visible(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any] | None:
-        """DescribeTrainingJob; None while the job this task just created is not visible yet."""
-        from airflow_hetero.job.waiting import NOT_FOUND_YET, not_found_yet
+            return QueueRun(self, run).execute()
+        from airflow_hetero.operators.direct_run import DirectRun
 
-        try:
-            return hook.describe_training_job(name)
-        except Exception as exc:
-            if not not_found_yet(exc, self.submitted_at, self.not_found_grace_seconds):
-                raise
-            self.log.warning(NOT_FOUND_YET, name)
-            return None
-
-    def describe_fresh(self, hook: HeteroTrainingHook, name: str) -> dict[str, Any]:
-        """DescribeTrainingJob, waiting out "not found" within the grace period after our own create."""
-        while (describe := self.describe_if_visible(hook, name)) is None:
-            time.sleep(min(self.check_interval, 5.0))
-        return describe
-
-    def wait(
-        self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any] | None, started: float
-    ) -> dict[str, Any]:
-        """Synchronous wait: one DescribeTrainingJob per check_interval until the job finishes
-        (:class:`~airflow_hetero.operators.sync_wait.SyncWait`)."""
-        from airflow_hetero.operators.sync_wait import SyncWait
-
-        return SyncWait(self, hook, name).run(describe, started)
-
-    def log_transitions(self, name: str, describe: dict[str, Any], logged: int) -> int:
-        """Write each new SecondaryStatus transition once, with its StatusMessage."""
-        transitions = describe.get("SecondaryStatusTransitions") or []
-        for item in transitions[logged:]:
-            self.log.info("Training job %s: %s - %s", name, item.get("Status"), item.get("StatusMessage") or "")
-        return max(logged, len(transitions))
-
-    def make_tailer(self, hook: HeteroTrainingHook, name: str, describe: dict[str, Any]) -> LogTailer:
-        """A log follower for every host of the job, prefixing lines with ``[group/host]``."""
-        return hook.log_tailer(name, emit=lambda line: self.log.info("%s", line), describe=describe)
-
-    # -- deferred: the trigger waits, execute_complete decides ---------------------------------
-
-    def defer_wait(self, name: str, started_at: float | None = None) -> None:
-        """Hand the wait to the triggerer (deadlines counted from the task's start, see DeferredWait)."""
-        from airflow_hetero.operators.deferred_wait import DeferredWait
-
-        DeferredWait(self).defer(name, started_at)
+        return DirectRun(self, run).execute()
 
     @records_outputs
     def execute_complete(
@@ -491,8 +331,24 @@ class HeteroTrainingOperator(
         with fallbacks' attempts so far and the task's start; a capacity failure submits the next cluster
         and defers again (:class:`~airflow_hetero.operators.deferred_wait.DeferredWait`)."""
         from airflow_hetero.operators.deferred_wait import DeferredWait
+        from airflow_hetero.operators.rightsizing_steps import restore_decision
 
-        return DeferredWait(self).resume(context, event, capacity)
+        run = self.new_run(context)
+        restore_decision(self, run)
+        return DeferredWait(self, run).resume(event, capacity)
+
+    @records_outputs
+    def execute_queued_complete(
+        self, context: Context, event: dict[str, Any], service_job_id: str | None = None, stage: str = "queue"
+    ) -> dict[str, Any]:
+        """Resume after a deferral of queue mode (the queue's trigger or the attempt's training-job trigger)."""
+        from airflow_hetero.operators.queue_steps import QueueRun
+        from airflow_hetero.operators.rightsizing_steps import restore_decision
+
+        job_id = service_job_id or str(event.get("service_job_id"))  # dag.test() resumes without the kwargs
+        run = self.new_run(context)
+        restore_decision(self, run)
+        return QueueRun(self, run).resume(event, job_id, str(event.get("stage") or stage))
 
     # -- every other end of the task stops its job ---------------------------------------------
 
@@ -512,9 +368,14 @@ class HeteroTrainingOperator(
         from airflow_hetero.job.outcome import classify
 
         if self.batch_queue is not None:
-            return self.terminate_own_service_job(context)
+            from airflow_hetero.operators.queue_steps import QueueRun
+
+            try:
+                return QueueRun(self, self.new_run(context)).terminate_own("The Airflow task ended")
+            except AirflowFailException:
+                return None
         job = self.load_definition(context)
-        hook = self.make_hook()
+        hook = self.hook
         digest = TaskIdentity.of(context["ti"]).digest
         for name in self.candidate_names(job, context):
             existing = hook.find_training_job(name)
@@ -532,8 +393,15 @@ class HeteroTrainingOperator(
         Airflow 3 runs this in the SIGTERM handler, which can interrupt a log write: a log call (or a new
         hook, which logs) would wait for ever on its lock. So: stop first, with the wait's client; log after.
         """
-        name = self.active_job_name
-        if self.terminate_queued("The Airflow task was killed") or not name:
+        run = self.run
+        if run is None:
             return
-        (self.waiting_hook or self.make_hook()).stop_training_job(name)
-        self.log.info("Task killed: asked training job %s to stop", name)
+        if run.service_job_id:
+            job_id = run.service_job_id
+            (run.batch_hook or self.make_batch_hook()).terminate_service_job(job_id, "The Airflow task was killed")
+            self.log.info("Task killed: asked service job %s to terminate (it stops its training job)", job_id)
+            return
+        name = run.active_job_name
+        if name:
+            run.hook.stop_training_job(name)
+            self.log.info("Task killed: asked training job %s to stop", name)

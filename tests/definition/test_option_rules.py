@@ -17,7 +17,7 @@ import yaml
 
 from airflow_hetero import sagemaker_facts as facts
 from airflow_hetero.definition import JobDefinitionError, load_job
-from airflow_hetero.definition.build.definition_request import build_training_request
+from airflow_hetero.definition.builder.definition_request import build_training_request
 from airflow_hetero.definition.raw_request.service_rules import option_problems
 from airflow_hetero.definition.raw_request.training_request import load_request
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_hetero.definition.build import definition_request
-from airflow_hetero.definition.build.definition_request import build_training_request
+from airflow_hetero.definition.builder import definition_request
+from airflow_hetero.definition.builder.definition_request import build_training_request
 from airflow_hetero.definition.facts import instance_types
 from airflow_hetero.definition.job import JobDefinitionError, load_job
 from airflow_hetero.definition.rules import distribution

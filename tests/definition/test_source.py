@@ -14,7 +14,7 @@ import pytest
 import yaml
 from support.tarballs import members
 
-from airflow_hetero.definition.build.source import (
+from airflow_hetero.definition.builder.source import (
     SourceDirError,
     needs_upload,
     package_source_dir,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from airflow_hetero.definition.build.definition_request import build_training_request
+from airflow_hetero.definition.builder.definition_request import build_training_request
 from airflow_hetero.definition.job import (
     HeteroTrainingJob,
     InstanceGroup,
@@ -151,7 +151,8 @@ def test_request_passes_botocore_validation() -> None:
 
 def test_spec_import_loads_no_airflow_boto3_or_botocore() -> None:
     code = (
-        "import sys, airflow_hetero, airflow_hetero.definition.job, airflow_hetero.definition.build.definition_request;"
+        "import sys, airflow_hetero, airflow_hetero.definition.job;"
+        "import airflow_hetero.definition.builder.definition_request;"
         "import airflow_hetero.logs.streams, airflow_hetero.logs.per_group;"
         "import airflow_hetero.logs.size_limit, airflow_hetero.logs.table;"
         "import airflow_hetero.runtime;"

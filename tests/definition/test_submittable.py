@@ -11,8 +11,8 @@ import yaml
 from support.moto_jobs import hetero_request
 from support.tarballs import members
 
-from airflow_hetero.definition.build.definition_request import base_job_name, build_training_request
-from airflow_hetero.definition.build.source import SourceDirError, package_source_dir
+from airflow_hetero.definition.builder.definition_request import base_job_name, build_training_request
+from airflow_hetero.definition.builder.source import SourceDirError, package_source_dir
 from airflow_hetero.definition.errors import JobDefinitionError
 from airflow_hetero.definition.job import load_job
 from airflow_hetero.definition.raw_request.training_request import TrainingRequest

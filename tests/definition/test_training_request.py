@@ -11,7 +11,7 @@ import pytest
 import yaml
 from support.moto_jobs import ROLE, hetero_request
 
-from airflow_hetero.definition.build.definition_request import build_training_request
+from airflow_hetero.definition.builder.definition_request import build_training_request
 from airflow_hetero.definition.errors import JobDefinitionError
 from airflow_hetero.definition.job import load_job
 from airflow_hetero.definition.raw_request import service_shapes

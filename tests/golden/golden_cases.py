@@ -104,8 +104,9 @@ def rightsizing_evidence(op: Any) -> dict[tuple[str, str], Any]:
     from support.rightsizing_runs import DATA, summary
 
     from airflow_hetero.job.rightsizing import record_of_summary
+    from airflow_hetero.operators.rightsizing_steps import fingerprint as fingerprint_of
 
-    fingerprint = op.fingerprint([DATA])
+    fingerprint = fingerprint_of(op, [DATA])
 
     def starved(run_id: str) -> dict[str, Any]:
         return record_of_summary(

@@ -149,7 +149,7 @@ def die_on_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     def sleep(_: float) -> None:
         raise WorkerDied
 
-    monkeypatch.setattr("airflow_hetero.operators.training.time.sleep", sleep)  # the wait loop's sleep
+    monkeypatch.setattr("airflow_hetero.operators.sync_wait.time.sleep", sleep)  # the wait loop's sleep
 
 
 def test_retry_while_the_job_runs_reattaches_one_job_in_total(jobs: MotoJobs, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -482,28 +482,33 @@ def test_log_streams_are_listed_only_when_new_ones_may_exist(jobs: MotoJobs, mon
     assert listings[-2:] == [3, 3]
 
 
-def test_a_subclass_overriding_one_step_changes_what_the_others_do(jobs: MotoJobs) -> None:
-    """Steps are ordinary methods: start_job calls the subclass's submit, the wait its log_transitions."""
-    calls: list[str] = []
+def test_every_request_sent_went_through_the_pipeline_once(jobs: MotoJobs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline is the one path to the create: a step added to it sees the request that is sent, once."""
+    from dataclasses import replace
 
-    class Tagged(HeteroTrainingOperator):
-        def submit(self, hook: Any, job: Any, name: str, region: str, identity: Any) -> None:
-            calls.append(f"submit {name}")
-            super().submit(hook, job, name, region, identity)
+    from airflow_hetero.operators import direct_run, pipeline
 
-        def log_transitions(self, name: str, describe: dict[str, Any], logged: int) -> int:
-            calls.append(f"transitions {describe['TrainingJobStatus']}")
-            return super().log_transitions(name, describe, logged)
+    seen: list[str] = []
 
+    class Mark:
+        def __init__(self, at: pipeline.StepContext) -> None:
+            self.at = at
+
+        def apply(self, draft: pipeline.Draft) -> pipeline.Draft:
+            seen.append(draft.name)
+            tags = [*draft.request["Tags"], {"Key": "marked", "Value": "y"}]
+            return replace(draft, request={**draft.request, "Tags": tags})
+
+    marked = pipeline.Pipeline(job=pipeline.DIRECT.job, named=pipeline.DIRECT.named, send=(*pipeline.DIRECT.send, Mark))
+    monkeypatch.setattr(direct_run, "DIRECT", marked)
     name = expected_name()
     steps = [{"status": "InProgress", "secondary": "Training"}, {"status": "Completed", "secondary": "Completed"}]
     jobs.script(name, *steps)
-    op = Tagged(task_id="train", aws_conn_id=None, job=JOB, deferrable=False, print_log=False, check_interval=0.01)
-    result = op.execute(context())
+    result = operator(print_log=False, check_interval=0.01).execute(context())
     assert result["status"] == "Completed"
-    assert calls[0] == f"submit {name}" and calls.count(f"submit {name}") == 1
-    assert "transitions Completed" in calls
+    assert seen == [name]
     assert jobs.calls["CreateTrainingJob"] == 1
+    assert {"Key": "marked", "Value": "y"} in jobs.job(name).tags
 
 
 def test_the_not_found_grace_of_the_operator_reaches_its_trigger(jobs: MotoJobs) -> None:

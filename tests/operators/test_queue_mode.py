@@ -291,7 +291,7 @@ def test_a_retry_re_attaches_to_its_queued_job_and_a_failed_one_is_followed_by_t
     assert result["service_job"]["job_id"] == "id-2" and result["status"] == "RUNNABLE"
     assert not s.submitted
     assert f"Re-attaching to service job {second} (RUNNABLE)" in logs.text()
-    assert op.service_job_id == "id-2"
+    assert op.run is not None and op.run.service_job_id == "id-2"
 
 
 def test_failed_names_batchs_reason_and_sagemakers(stubs: tuple[HeteroTrainingOperator, Stubs]) -> None:
@@ -335,7 +335,7 @@ def test_a_new_attempt_is_logged_and_followed(stubs: tuple[HeteroTrainingOperato
 
 def test_on_kill_terminates_the_service_job(stubs: tuple[HeteroTrainingOperator, Stubs]) -> None:
     op, s = stubs
-    op.service_job_id = "id-1"
+    op.new_run({"ti": ti()}).service_job_id = "id-1"  # type: ignore[arg-type]
     s.b.add_response("terminate_service_job", {}, {"jobId": "id-1", "reason": "The Airflow task was killed"})
     op.on_kill()
 

@@ -16,6 +16,8 @@ from airflow_hetero._compat import AirflowFailException
 from airflow_hetero.definition.rightsizing import GroupBounds, RightSizing
 from airflow_hetero.job.rightsizing import next_run_lines
 from airflow_hetero.operators import HeteroTrainingOperator
+from airflow_hetero.operators import rightsizing_steps as steps
+from airflow_hetero.operators.direct_run import finished
 from airflow_hetero.operators.rightsizing_records import evidence, record_next, state_of
 
 JOB: dict[str, Any] = yaml.safe_load((Path(__file__).parents[1] / "rule_examples.yaml").read_text())["base"]
@@ -52,18 +54,18 @@ def test_a_templated_policy_waits_for_rendering_and_then_fails_the_task() -> Non
     op = operator(job=JOB, rightsizing={"groups": {CPU: {"max_count": 4}}, "mode": "{{ params.mode }}"})
     op.rightsizing = {"groups": {CPU: {"max_count": 4}}, "mode": "sometimes"}  # as rendered
     with pytest.raises(AirflowFailException, match=r"Task train: rightsizing\.mode: "):
-        op.rightsizing_policy()
+        steps.rightsizing_policy(op)
     op.rightsizing = {"groups": {"nope": {"max_count": 4}}}
     with pytest.raises(AirflowFailException, match=r"rightsizing\.groups\.nope: the job has no such instance group"):
-        op.rightsizing_policy()
+        steps.rightsizing_policy(op)
 
 
 def test_without_a_summary_task_the_task_fails_saying_what_records_the_runs() -> None:
     op = operator(job=JOB, rightsizing={"groups": {CPU: {"max_count": 4}}})
     with pytest.raises(AirflowFailException, match="HeteroLogSummaryOperator with training_task_id='train'"):
-        op.summary_task_id(RightSizing.of(op.rightsizing or {}))
+        steps.summary_task_id(op, RightSizing.of(op.rightsizing or {}))
     named = RightSizing.of({"groups": {CPU: {"max_count": 4}}, "summary_task_id": "summarize"})
-    assert op.summary_task_id(named) == "summarize"
+    assert steps.summary_task_id(op, named) == "summarize"
 
 
 def test_the_fingerprint_is_the_job_as_written_without_the_managed_counts() -> None:
@@ -72,8 +74,8 @@ def test_the_fingerprint_is_the_job_as_written_without_the_managed_counts() -> N
         job={**JOB, "instance_groups": [{**JOB["instance_groups"][0], "instance_count": 3}, JOB["instance_groups"][1]]}
     )
     other.rightsizing_source = other.job
-    assert op.fingerprint([CPU]) == other.fingerprint([CPU])
-    assert op.fingerprint([CPU]) != other.fingerprint([])
+    assert steps.fingerprint(op, [CPU]) == steps.fingerprint(other, [CPU])
+    assert steps.fingerprint(op, [CPU]) != steps.fingerprint(other, [])
 
 
 def test_the_evidence_the_next_run_reads() -> None:
@@ -109,16 +111,22 @@ def test_the_summary_records_the_run_and_decides_the_next() -> None:
     assert upcoming["policy"]["mode"] == "apply" and upcoming["prices"] == PRICES
 
 
+def short_of(op: HeteroTrainingOperator) -> Any:
+    """The task's result dict's short form of its run's decision."""
+    assert op.run is not None
+    return finished(op, op.run, {})["rightsizing"]
+
+
 def test_a_resumed_task_reuses_its_decision() -> None:
     op = operator(job=JOB, rightsizing={"groups": {CPU: {"max_count": 4}}, "mode": "apply"})
     ti = MagicMock(run_id="r5", task_id="train", map_index=-1)
     ti.xcom_pull.return_value = {"run_id": "r5", "mode": "apply", "counts": {CPU: 3}}
     job = MagicMock()
     job.build.return_value = {"ResourceConfig": {"InstanceGroups": [{"InstanceGroupName": CPU, "InstanceCount": 2}]}}
-    counted = op.rightsize(job, {"ti": ti})  # type: ignore[arg-type]
+    counted = steps.rightsized(op, op.new_run({"ti": ti}), job)  # type: ignore[arg-type]
     assert counted.build(job_name="j", region="r")["ResourceConfig"]["InstanceGroups"][0]["InstanceCount"] == 3
     ti.xcom_push.assert_not_called()
-    assert op.with_attempts({})["rightsizing"] == {
+    assert short_of(op) == {
         "mode": "apply",
         "counts": {CPU: 3},
         "recommended": None,
@@ -156,7 +164,7 @@ def test_the_task_decides_from_earlier_xcoms_and_resets_on_a_run_without_a_recor
     job = {**JOB, "instance_groups": [cpu, JOB["instance_groups"][1]]}
     policy = {"groups": {CPU: {"max_count": 4}}, "mode": "apply", "summary_task_id": "summarize"}
     op = operator(job=job, rightsizing=policy)
-    fingerprint = op.fingerprint([CPU])
+    fingerprint = steps.fingerprint(op, [CPU])
     hook = MagicMock()
     hook.training_prices.return_value = {t: MagicMock(per_hour=p) for t, p in PRICES.items()}  # the records' types
     op.make_hook = lambda: hook  # type: ignore[method-assign]
@@ -175,14 +183,14 @@ def test_the_task_decides_from_earlier_xcoms_and_resets_on_a_run_without_a_recor
         ti.xcom_pull.side_effect = lambda task_ids, key, **_: pulled.get((task_ids, key))
         return ti
 
-    decided = op.decide_now({"ti": ti_with(starved("r2"))})  # type: ignore[arg-type]
+    decided = steps.decide_now(op, op.new_run({"ti": ti_with(starved("r2"))}))  # type: ignore[arg-type]
     assert decided["counts"] == {CPU: 2} and decided["evidence"] == 2 and decided["run_id"] == "r3"
     assert decided["groups"][0]["action"] == "changed" and decided["written"] == {CPU: 1}
-    reset = op.decide_now({"ti": ti_with(starved("r1"))})  # type: ignore[arg-type]
+    reset = steps.decide_now(op, op.new_run({"ti": ti_with(starved("r1"))}))  # type: ignore[arg-type]
     assert reset["counts"] == {CPU: 1} and reset["evidence"] == 0
     assert reset["reset"] == "run r2 left no record (its summary task did not record it)"
     hook.training_prices.side_effect = RuntimeError("no pricing here")  # the decision stands without prices
-    unpriced = op.decide_now({"ti": ti_with(starved("r2"))})  # type: ignore[arg-type]
+    unpriced = steps.decide_now(op, op.new_run({"ti": ti_with(starved("r2"))}))  # type: ignore[arg-type]
     assert unpriced["prices"] == {} and unpriced["groups"][0]["action"] == "kept"
     assert "no price or run length" in unpriced["groups"][0]["reason"]
 
@@ -198,7 +206,7 @@ def test_the_task_moves_a_groups_type_submits_it_and_the_summary_carries_it() ->
     bounds = {"min_count": 1, "max_count": 4, "types": [big, small]}
     policy = {"groups": {CPU: bounds}, "mode": "apply", "summary_task_id": "summarize"}
     op = operator(job=job, rightsizing=policy, fallback_instance_types={CPU: [small]})
-    fingerprint = op.fingerprint([CPU])
+    fingerprint = steps.fingerprint(op, [CPU])
     hook = MagicMock()
     hook.training_prices.side_effect = lambda types, _: {
         t: MagicMock(per_hour=SIZED_PRICES.get(t, 40.0)) for t in types
@@ -223,7 +231,7 @@ def test_the_task_moves_a_groups_type_submits_it_and_the_summary_carries_it() ->
     }
     ti = MagicMock(run_id="r3", map_index=-1)
     ti.xcom_pull.side_effect = lambda task_ids, key, **_: pulled.get((task_ids, key))
-    decided = op.decide_now({"ti": ti})  # type: ignore[arg-type]
+    decided = steps.decide_now(op, op.new_run({"ti": ti}))  # type: ignore[arg-type]
     group = decided["groups"][0]
     assert (group["action"], group["type"], group["next_type"]) == ("changed", big, small), group["reason"]
     assert decided["types"] == {CPU: small} and decided["written_types"] == {CPU: big}
@@ -235,10 +243,10 @@ def test_the_task_moves_a_groups_type_submits_it_and_the_summary_carries_it() ->
     built.build.return_value = {
         "ResourceConfig": {"InstanceGroups": [{"InstanceGroupName": CPU, "InstanceType": big, "InstanceCount": 1}]}
     }
-    counted = op.rightsize(built, {"ti": ti})  # type: ignore[arg-type]
+    counted = steps.rightsized(op, op.new_run({"ti": ti}), built)  # type: ignore[arg-type]
     sent = counted.build(job_name="j", region="r")["ResourceConfig"]["InstanceGroups"][0]
     assert (sent["InstanceType"], sent["InstanceCount"]) == (small, 1)
-    short = op.with_attempts({})["rightsizing"]  # the task's short form says the type move, not counts alone
+    short = short_of(op)  # the task's short form says the type move, not counts alone
     assert (short["counts"], short["types"], short["recommended_types"]) == ({CPU: 1}, {CPU: small}, {CPU: small})
     assert short["actions"] == {CPU: "changed"}
     from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator

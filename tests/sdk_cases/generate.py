@@ -1,6 +1,6 @@
 """Generate golden CreateTrainingJob requests from the real SageMaker Python SDK v2.
 
-Why: ``airflow_hetero.definition.build.definition_request.build_training_request`` must send exactly what the SDK
+Why: ``airflow_hetero.definition.builder.definition_request.build_training_request`` must send exactly what the SDK
 sends for the same estimator. This script builds the SDK estimator for every
 ``tests/sdk_cases/*.yaml`` case, calls ``fit(wait=False)`` against a mocked SageMaker
 client (no network: S3/STS are served by moto's ``mock_aws``) and writes the captured

@@ -2,7 +2,7 @@
 
 Framework estimators JSON-encode every value (``"service"`` -> ``"\\"service\\""``, ``10`` -> ``"10"``); a
 plain image estimator does so only when ``source_dir`` is set (otherwise ``str()``). The request builder
-(:mod:`airflow_hetero.definition.build.hyperparameters`) sends them so, and the rules measure them so.
+(:mod:`airflow_hetero.definition.builder.hyperparameters`) sends them so, and the rules measure them so.
 """
 
 from __future__ import annotations

@@ -13,15 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero.definition import naming
-
-from airflow_hetero.definition.build import source
-
-from airflow_hetero.definition.facts import images, instance_types
-
-from airflow_hetero.definition.rules import distribution
+from airflow_hetero.definition.builder import source
+from airflow_hetero.definition.builder.hyperparameters import sdk_hyperparameters
 from airflow_hetero.definition.errors import JobDefinitionError, Problem
-from airflow_hetero.definition.build.hyperparameters import sdk_hyperparameters
+from airflow_hetero.definition.facts import images, instance_types
 from airflow_hetero.definition.facts.roles import is_role_name, role_problem
+from airflow_hetero.definition.rules import distribution
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.model import JobFields, TrainingInput

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero.definition.build import source
+from airflow_hetero.definition.builder import source
 from airflow_hetero.definition.facts.encoding import encode, user_hyperparameters
-
 from airflow_hetero.definition.rules import distribution
 from airflow_hetero.sagemaker_facts import (
     CONTAINER_LOG_LEVEL_HP,
