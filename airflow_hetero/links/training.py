@@ -1,10 +1,10 @@
 """Operator extra links: the training job's SageMaker console page and its CloudWatch log streams.
 
-The operator stores ``{"job_name", "region"}`` under XCom key :data:`XCOM_KEY` as soon as it
-knows its job, and pushes both ready-made URLs under each link's ``xcom_key`` at the same time,
-so the buttons work while the job is still running (Airflow 3 reads links from those XComs;
-Airflow 2.11 has no ``xcom_key`` and calls ``get_link``, which rebuilds the URL from
-:data:`XCOM_KEY`). The class paths
+The operator stores ``{"job_name", "region"}`` under XCom key
+:data:`~airflow_hetero.xcom_keys.LINKS_XCOM_KEY` as soon as it knows its job, and pushes both ready-made
+URLs under each link's ``xcom_key`` at the same time, so the buttons work while the job is still running
+(Airflow 3 reads links from those XComs; Airflow 2.11 has no ``xcom_key`` and calls ``get_link``, which
+rebuilds the URL from that key). The class paths
 are registered in ``airflow_hetero.get_provider_info()``.
 """
 
@@ -15,12 +15,10 @@ from urllib.parse import quote
 
 from airflow_hetero._compat import BaseOperatorLink, XCom, link_xcom_key
 from airflow_hetero.links import TRAINING_LINK_NAMES
-from airflow_hetero.xcom_keys import LINKS_XCOM_KEY
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import BaseOperator, Context, TaskInstanceKey
 
-XCOM_KEY = LINKS_XCOM_KEY  # the extra links read it (airflow_hetero.xcom_keys)
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
 
@@ -64,7 +62,9 @@ class _TrainingJobLink(BaseOperatorLink):
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
         """Rebuild the URL from the stored job info; empty while no job is known."""
-        info = XCom.get_value(ti_key=ti_key, key=XCOM_KEY)
+        from airflow_hetero.xcom_keys import LINKS_XCOM_KEY
+
+        info = XCom.get_value(ti_key=ti_key, key=LINKS_XCOM_KEY)
         if not isinstance(info, dict) or not info.get("job_name") or not info.get("region"):
             return ""
         return self.url(str(info["region"]), str(info["job_name"]))
@@ -96,8 +96,19 @@ LINKS: tuple[_TrainingJobLink, ...] = (SageMakerTrainingJobLink(), TrainingJobLo
 def persist_job_links(context: Context, *, job_name: str, region: str) -> None:
     """Store the job info and both URLs in XCom right away, so the links work mid-run."""
     ti: Any = context["ti"]
-    ti.xcom_push(key=XCOM_KEY, value={"job_name": job_name, "region": region})
+    from airflow_hetero.xcom_keys import LINKS_XCOM_KEY
+
+    ti.xcom_push(key=LINKS_XCOM_KEY, value={"job_name": job_name, "region": region})
     for link in LINKS:
         key = link_xcom_key(link)  # Airflow 2 has no xcom_key: its webserver calls get_link
         if key:
             ti.xcom_push(key=key, value=link.url(region, job_name))
+
+
+def __getattr__(name: str) -> Any:
+    """``XCOM_KEY``: :data:`airflow_hetero.xcom_keys.LINKS_XCOM_KEY` (not imported at DAG parse)."""
+    if name == "XCOM_KEY":
+        from airflow_hetero.xcom_keys import LINKS_XCOM_KEY
+
+        return LINKS_XCOM_KEY
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -172,19 +172,23 @@ def test_an_empty_max_cost_is_no_budget() -> None:
 
 def test_a_cap_of_exactly_the_minimum_runtime_is_allowed() -> None:
     per_second = 3600.0  # 1 per second: 420 buys 300 s after the 120 s stop window
-    assert plan_budget(420.0, 0.0, per_second, 86400, min_runtime=300, stop_window=120).runtime_cap == 300
+    assert (
+        plan_budget(420.0, 0.0, per_second, 86400, min_runtime=300, stop_window=120, currency="USD").runtime_cap == 300
+    )
     with pytest.raises(BudgetError, match="buys 299 s"):
-        plan_budget(419.0, 0.0, per_second, 86400, min_runtime=300, stop_window=120)
+        plan_budget(419.0, 0.0, per_second, 86400, min_runtime=300, stop_window=120, currency="USD")
 
 
 def test_the_stop_window_given_is_the_one_paid_for() -> None:
-    assert plan_budget(1.0, 0.0, 3.6, 86400, min_runtime=1, stop_window=0).runtime_cap == 1000
-    plan = plan_budget(1.0, 0.0, 3.6, 86400, min_runtime=1, stop_window=300)
+    assert plan_budget(1.0, 0.0, 3.6, 86400, min_runtime=1, stop_window=0, currency="USD").runtime_cap == 1000
+    plan = plan_budget(1.0, 0.0, 3.6, 86400, min_runtime=1, stop_window=300, currency="USD")
     assert (plan.runtime_cap, plan.stop_window) == (700, 300) and plan.worst_case == pytest.approx(1.0)
 
 
 def test_a_request_without_a_max_runtime_is_capped_from_the_services_default() -> None:
-    plan = plan_request_budget(request(max_run=None), [], priced(PRICES), max_cost=1e6, sources="s", min_runtime=1)
+    plan = plan_request_budget(
+        request(max_run=None), [], priced(PRICES), max_cost=1e6, sources="s", min_runtime=1, currency="USD"
+    )
     assert plan.requested_runtime == 86400 and plan.runtime_cap == 86400 and not plan.lowered
 
 
@@ -196,13 +200,13 @@ def test_an_earlier_job_that_billed_needs_a_price_too() -> None:
     }
     prices = {**priced(PRICES), "ml.p5.48xlarge": (None, "not in the Price List")}
     with pytest.raises(BudgetError, match=r"no price for ml\.p5\.48xlarge: not in the Price List"):
-        plan_request_budget(request(), [earlier], prices, max_cost=50.0, sources="s", min_runtime=1)
+        plan_request_budget(request(), [earlier], prices, max_cost=50.0, sources="s", min_runtime=1, currency="USD")
 
 
 def test_a_spot_wait_is_never_lowered_below_the_cap() -> None:
     spot = request(max_run=None, EnableManagedSpotTraining=True)  # the service's default MaxRuntime, 86400 s
     spot["StoppingCondition"] = {"MaxWaitTimeInSeconds": 7200}  # lowered by as much would be below zero
-    plan = plan_request_budget(spot, [], priced(PRICES), max_cost=10.0, sources="s", min_runtime=300)
+    plan = plan_request_budget(spot, [], priced(PRICES), max_cost=10.0, sources="s", min_runtime=300, currency="USD")
     stopping = capped_request(spot, plan)["StoppingCondition"]
     assert stopping == {"MaxWaitTimeInSeconds": plan.runtime_cap, "MaxRuntimeInSeconds": plan.runtime_cap}
 
@@ -210,13 +214,13 @@ def test_a_spot_wait_is_never_lowered_below_the_cap() -> None:
 def test_an_on_demand_jobs_wait_is_left_as_it_is() -> None:
     job = request(max_run=86400)
     job["StoppingCondition"]["MaxWaitTimeInSeconds"] = 90000  # not spot: the service refuses it, not the budget
-    plan = plan_budget(10.0, 0.0, 36.4, 86400, min_runtime=300)
+    plan = plan_budget(10.0, 0.0, 36.4, 86400, min_runtime=300, currency="USD")
     assert capped_request(job, plan)["StoppingCondition"]["MaxWaitTimeInSeconds"] == 90000
 
 
 def test_a_recapped_request_has_one_budget_tag() -> None:
-    first = capped_request(request(), plan_budget(10.0, 0.0, 36.4, 86400, min_runtime=300))
-    again = capped_request(first, plan_budget(5.0, 0.0, 36.4, 86400, min_runtime=300))
+    first = capped_request(request(), plan_budget(10.0, 0.0, 36.4, 86400, min_runtime=300, currency="USD"))
+    again = capped_request(first, plan_budget(5.0, 0.0, 36.4, 86400, min_runtime=300, currency="USD"))
     assert [t for t in again["Tags"] if t["Key"] == BUDGET_TAG] == [{"Key": BUDGET_TAG, "Value": "374"}]
 
 

@@ -19,10 +19,11 @@ from support.task_logs import record_logs
 from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException, TaskDeferred
 from airflow_hetero.definition import naming
 from airflow_hetero.job.outcome import TrainingJobFailedError, TrainingJobStoppedError, TrainingJobTimeoutError
-from airflow_hetero.links.training import XCOM_KEY, training_job_url
+from airflow_hetero.links.training import training_job_url
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.operators.training import JOB_NAME_XCOM_KEY
 from airflow_hetero.triggers.training import HeteroTrainingTrigger
+from airflow_hetero.xcom_keys import LINKS_XCOM_KEY as XCOM_KEY
 
 JOB = example_job(
     "hetero-test",

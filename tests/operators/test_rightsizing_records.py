@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_hetero.operators.rightsizing_inputs import instance_facts
 from support.rightsizing_runs import DATA, SIZED_PRICES, summary
 
 from airflow_hetero.definition.rightsizing import RightSizing
 from airflow_hetero.job.rightsizing import decide, next_run_lines
-from airflow_hetero.job.rightsizing_types import carried_types
+from airflow_hetero.job.rightsizing_types import carried_types, instance_facts
 from airflow_hetero.operators.rightsizing_records import evidence, record_next, state_of
 
 BIG, SMALL = "ml.c5.2xlarge", "ml.c5.xlarge"
