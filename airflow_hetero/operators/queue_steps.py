@@ -223,7 +223,7 @@ class QueueRun:
     def outcome(self, service: dict[str, Any]) -> dict[str, Any]:
         """SUCCEEDED: the latest attempt's result dict, with the service job and every attempt's billed time;
         FAILED: the task's error, with Batch's statusReason and SageMaker's FailureReason."""
-        from airflow_hetero.job.outcome import TrainingJobFailedError, resolve_outcome
+        from airflow_hetero.job.outcome import TrainingJobBudgetError, TrainingJobFailedError, resolve_outcome
         from airflow_hetero.job.service_job import attempt_training_jobs, failure_message, latest_training_job
         from airflow_hetero.operators.direct_run import finished
 
@@ -235,6 +235,11 @@ class QueueRun:
             self.context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=training.get("TrainingJobName"))
         if service.get("status") != "SUCCEEDED" or training is None:
             reason = (training or {}).get("FailureReason") or service.get("statusReason")
+            stopped = self.budget_stop(service, training)
+            if stopped is not None:
+                raise TrainingJobBudgetError(
+                    stopped, job_name=str(latest), status=str(service.get("status")), failure_reason=reason
+                )
             raise TrainingJobFailedError(
                 failure_message(service, training),
                 job_name=latest or str(service.get("jobName")),
@@ -248,6 +253,16 @@ class QueueRun:
         result["service_job"] = _service_result(service)
         result["service_job"]["billable_seconds"] = sum(int(d.get("BillableTimeInSeconds") or 0) for d in billed)
         return finished(self.task, self.run, result)
+
+    def budget_stop(self, service: dict[str, Any], training: dict[str, Any] | None) -> str | None:
+        """The budget's message when SageMaker stopped the attempt at the runtime cap a budget set: the cap's tag
+        is on the service job (queue mode moves the request's tags there); None otherwise."""
+        if self.task.max_cost is None or training is None:
+            return None
+        from airflow_hetero.job.budget import budget_cap_in_tags, budget_stop_message
+
+        tags = [{"Key": k, "Value": v} for k, v in (service.get("tags") or {}).items()]
+        return budget_stop_message(training, budget_cap_in_tags(tags))
 
     # -- deferred ------------------------------------------------------------------------------
 

@@ -160,7 +160,9 @@ class HeteroServiceJobTrigger(_BatchSettings, BaseTrigger):
                 return self._event("blocked", answer)
             if is_final(answer):
                 return self._event("done", answer)
-            if latest and latest != self.after_attempt and answer.get("status") not in ("SUBMITTED", "RUNNABLE"):
+            # SageMaker's job names do not depend on case: an ARN spells the name lower-case, the task SageMaker's way
+            new = latest and latest.lower() != (self.after_attempt or "").lower()
+            if new and answer.get("status") not in ("SUBMITTED", "RUNNABLE"):
                 return self._event("attempt", answer)
 
     async def on_kill(self) -> None:
