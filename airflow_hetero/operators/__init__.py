@@ -9,14 +9,15 @@ from airflow_hetero._lazy import lazy_exports
 if TYPE_CHECKING:
     from airflow_hetero.job.batch_queue import BatchQueue
     from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
-    from airflow_hetero.operators.training import HeteroTrainingOperator
+    from airflow_hetero.operators.training import CapacityFallback, HeteroTrainingOperator
 
-__all__ = ["BatchQueue", "HeteroLogSummaryOperator", "HeteroTrainingOperator"]
+__all__ = ["BatchQueue", "CapacityFallback", "HeteroLogSummaryOperator", "HeteroTrainingOperator"]
 
 __getattr__, __dir__ = lazy_exports(
     globals(),
     {
         "HeteroTrainingOperator": "airflow_hetero.operators.training",
+        "CapacityFallback": "airflow_hetero.operators.training",
         "HeteroLogSummaryOperator": "airflow_hetero.operators.log_summary",
         "BatchQueue": "airflow_hetero.job.batch_queue",
     },

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from airflow_hetero.job.batch_queue import BatchQueue
     from airflow_hetero.operators.run_state import TrainingRun
 
-__all__ = ["HeteroTrainingOperator", "OnExistingJob"]  # and JOB_NAME_XCOM_KEY, lazily (module __getattr__)
+# and JOB_NAME_XCOM_KEY, lazily (module __getattr__)
+__all__ = ["CapacityFallback", "HeteroTrainingOperator", "OnExistingJob"]
 
 #: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.
 OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
@@ -64,6 +65,110 @@ def __getattr__(name: str) -> Any:
 
         return JOB_NAME_XCOM_KEY
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: What a group's fallbacks are given as: a type (the count kept), or ``{instance_type, instance_count}``.
+Fallbacks: TypeAlias = "Mapping[str, Sequence[str | Mapping[str, Any]]]"
+
+
+class CapacityFallback:
+    """When SageMaker has no capacity for a group's type, the next cluster to send (docs/capacity.md).
+
+    :param types: instance group name -> the types to try, in order of preference: each a type (the count
+        stays) or ``{instance_type, instance_count}``. Request mode's only way to give them; in definition mode it
+        replaces the definition's list of each group it names. Templated; checked at DAG parse with the job.
+    :param attempts: at most this many clusters tried in one try of the task (the job as written included);
+        None: every cluster of the fallbacks.
+    :param retry_delay: seconds waited before submitting the next cluster (in the worker).
+    """
+
+    __slots__ = ("attempts", "retry_delay", "types")
+
+    def __init__(
+        self, types: Fallbacks | str | None = None, *, attempts: int | None = None, retry_delay: float = 0
+    ) -> None:
+        whole = isinstance(attempts, int) and not isinstance(attempts, bool)
+        bad_attempts = attempts is not None and not (whole and attempts >= 1)
+        if bad_attempts or isinstance(retry_delay, bool) or not isinstance(retry_delay, int | float) or retry_delay < 0:
+            raise ValueError(
+                "capacity: attempts must be None or an integer >= 1 and retry_delay a number >= 0, "
+                f"got {attempts!r} and {retry_delay!r}"
+            )
+        self.types = types
+        self.attempts = attempts
+        self.retry_delay = float(retry_delay)
+
+    @classmethod
+    def of(cls, value: CapacityFallback | Mapping[str, Any]) -> CapacityFallback:
+        """A ``CapacityFallback``, or the same as a dict (``{"types", "attempts", "retry_delay"}``)."""
+        if isinstance(value, CapacityFallback):
+            return value
+        if not isinstance(value, Mapping):
+            raise ValueError(f"capacity: a CapacityFallback or a dict, got {type(value).__name__}")
+        unknown = sorted(set(value) - {"types", "attempts", "retry_delay"})
+        if unknown:
+            raise ValueError(f"capacity: unknown key(s) {unknown}: give types, attempts, retry_delay")
+        return cls(value.get("types"), attempts=value.get("attempts"), retry_delay=value.get("retry_delay", 0))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CapacityFallback):
+            return NotImplemented
+        return (self.types, self.attempts, self.retry_delay) == (other.types, other.attempts, other.retry_delay)
+
+    __hash__ = None  # type: ignore[assignment]  # types may be a dict
+
+    def __repr__(self) -> str:
+        return f"CapacityFallback(types={self.types!r}, attempts={self.attempts!r}, retry_delay={self.retry_delay!r})"
+
+
+#: The capacity arguments before ``capacity=`` (one release more, with a warning saying what to write instead).
+_OLD_CAPACITY = ("fallback_instance_types", "capacity_attempts", "capacity_retry_delay")
+#: The price arguments beside ``prices`` before ``prices=PriceSettings.of(...)`` (the same).
+_OLD_PRICES = ("currency", "use_pricing_api")
+
+
+def _capacity_of(capacity: Any, kwargs: dict[str, Any]) -> tuple[Any, int | None, float]:
+    """(types, attempts, retry delay) of ``capacity=``, or of the old arguments popped from ``kwargs``."""
+    old = {name: kwargs.pop(name) for name in _OLD_CAPACITY if name in kwargs}
+    if old and capacity is not None:
+        raise ValueError(f"give capacity= or {', '.join(old)}, not both")
+    if old:
+        import warnings
+
+        warnings.warn(
+            f"{', '.join(f'{n}=' for n in old)} are deprecated: write capacity=CapacityFallback(types=..., "
+            "attempts=..., retry_delay=...) (from airflow_hetero.operators import CapacityFallback)",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        given = CapacityFallback(
+            old.get("fallback_instance_types"),
+            attempts=old.get("capacity_attempts"),
+            retry_delay=old.get("capacity_retry_delay", 0),
+        )
+    else:
+        given = CapacityFallback() if capacity is None else CapacityFallback.of(capacity)
+    return given.types, given.attempts, given.retry_delay
+
+
+def _prices_of(prices: Any, kwargs: dict[str, Any]) -> PriceSettings:
+    """``prices=`` as one :class:`~airflow_hetero.pricing.settings.PriceSettings` (the old ``currency`` and
+    ``use_pricing_api`` popped from ``kwargs``, with a warning)."""
+    old = {name: kwargs.pop(name) for name in _OLD_PRICES if name in kwargs}
+    if isinstance(prices, PriceSettings):
+        if old:
+            raise ValueError(f"give prices=PriceSettings.of(...) or {', '.join(old)}, not both")
+        return prices
+    if old:
+        import warnings
+
+        warnings.warn(
+            f"{', '.join(f'{n}=' for n in old)} are deprecated: write prices=PriceSettings.of(prices, currency, "
+            "use_pricing_api) (from airflow_hetero.pricing.settings import PriceSettings)",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+    return PriceSettings.of(prices, old.get("currency", PRICE_LIST_CURRENCY), old.get("use_pricing_api", True))
 
 
 class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
@@ -91,15 +196,14 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     :param model_asset: an Asset (or its URI, normally the definition's ``output_path``) this task
         updates when its job completes; the event's extra holds the job name, model artifact,
         instance groups, final metrics and the run's cost (docs/lineage.md). Needs ``wait_for_completion``.
-    :param fallback_instance_types: instance group name -> the types to try, in order of preference, when
-        SageMaker has no capacity for the group's type: each a type (the count stays) or ``{instance_type,
-        instance_count}`` (docs/capacity.md). Request mode's only way to give them; in definition mode it
-        replaces the definition's list of each group it names. Templated; checked at DAG parse like ``job``.
-    :param capacity_attempts: at most this many clusters tried in one try of the task when SageMaker has
-        no capacity (the job as written included); None: every cluster of the fallbacks (docs/capacity.md).
-    :param capacity_retry_delay: seconds waited before submitting the next cluster (in the worker).
-    :param prices: instance type -> price per instance-hour in ``currency`` for that cost (they win over
-        the Price List Query API); ``use_pricing_api`` False: ask only these. As on the summary operator.
+    :param capacity: a :class:`CapacityFallback` (or its dict): each group's fallback types when SageMaker has no
+        capacity for its type, how many clusters one try may send, the wait before the next (docs/capacity.md).
+        Its ``types`` are templated and checked at DAG parse like ``job``. (``fallback_instance_types=``,
+        ``capacity_attempts=`` and ``capacity_retry_delay=`` still work for one release, with a warning.)
+    :param prices: instance type -> price per instance-hour in USD (they win over the Price List Query API),
+        or a :class:`~airflow_hetero.pricing.settings.PriceSettings` (``PriceSettings.of(prices, currency,
+        use_pricing_api)``: another currency, or the Price List not asked). (``currency=`` and
+        ``use_pricing_api=`` still work for one release, with a warning.)
     :param max_cost: a budget in ``currency`` for every job of this task instance (retries and capacity
         fallbacks included): each job's MaxRuntimeInSeconds is lowered so its worst case fits what is left,
         and SageMaker stops it there (docs/cost.md). Templated; None: no budget.
@@ -142,7 +246,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         job: HeteroTrainingJob | Mapping[str, Any] | str | os.PathLike[str] | None = None,
         request: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         job_name: str | None = None,
-        fallback_instance_types: Mapping[str, Sequence[str | Mapping[str, Any]]] | str | None = None,
+        capacity: CapacityFallback | Mapping[str, Any] | None = None,
         aws_conn_id: str | None = DEFAULT_AWS_CONN_ID,
         region_name: str | None = None,
         verify: bool | str | None = None,
@@ -154,12 +258,8 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         print_log: bool = True,
         fail_on_stopped: bool = True,
         on_existing_job: OnExistingJob = "reattach",
-        capacity_attempts: int | None = None,
-        capacity_retry_delay: float = 0,
         model_asset: Asset | str | None = None,
-        prices: Mapping[str, float] | None = None,
-        currency: str = PRICE_LIST_CURRENCY,
-        use_pricing_api: bool = True,
+        prices: Mapping[str, float] | PriceSettings | None = None,
         max_cost: float | str | None = None,
         rightsizing: Any = None,
         batch_queue: str | BatchQueue | None = None,
@@ -167,9 +267,10 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     ) -> None:
         if model_asset is not None and not wait_for_completion:
             raise ValueError("model_asset needs wait_for_completion=True (or set it on the sensor that waits)")
+        fallback_instance_types, capacity_attempts, capacity_retry_delay = _capacity_of(capacity, kwargs)
+        self.price_settings = _prices_of(prices, kwargs)  # a bad price fails the parse
         super().__init__(**kwargs)
         self.set_aws_settings(aws_conn_id, region_name, verify, botocore_config)
-        self.price_settings = PriceSettings.of(prices, currency, use_pricing_api)  # a bad price fails the parse
         self.model_asset = self.declare_model_asset(model_asset)
         if on_existing_job not in _ON_EXISTING:
             raise ValueError(f"on_existing_job must be one of {_ON_EXISTING}, got {on_existing_job!r}")
@@ -204,11 +305,6 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         self.print_log = print_log
         self.fail_on_stopped = fail_on_stopped
         self.on_existing_job = on_existing_job
-        if (capacity_attempts is not None and capacity_attempts < 1) or capacity_retry_delay < 0:
-            raise ValueError(
-                "capacity_attempts must be None or >= 1 and capacity_retry_delay >= 0, "
-                f"got {capacity_attempts!r} and {capacity_retry_delay!r}"
-            )
         self.capacity_attempts = capacity_attempts
         self.capacity_retry_delay = capacity_retry_delay
         if isinstance(max_cost, int | float) and not max_cost > 0:  # a template is checked once rendered

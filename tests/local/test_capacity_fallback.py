@@ -151,14 +151,16 @@ def test_capacity_freed_mid_chain_is_used(
 ) -> None:
     conn.set_capacity({FIRST: 0, SECOND: 0})
     op = operator(code_dir)
-    chosen = op.request_of_next
+    from airflow_hetero.operators import capacity_fallback
 
-    def free_second_after_first_failure(chain: Any, job: Any, request: dict[str, Any]) -> dict[str, Any]:
+    chosen = capacity_fallback.request_of_next
+
+    def free_second_after_first_failure(task: Any, chain: Any, job: Any, request: dict[str, Any]) -> dict[str, Any]:
         if len(chain.attempts) == 1:
             conn.set_capacity({SECOND: 1})  # freed while the chain runs
-        return chosen(chain, job, request)
+        return chosen(task, chain, job, request)
 
-    monkeypatch.setattr(op, "request_of_next", free_second_after_first_failure)
+    monkeypatch.setattr(capacity_fallback, "request_of_next", free_second_after_first_failure)
     result = op.execute(context("freed-1"))
     assert {"name": "dnn_group", "type": SECOND, "count": 1} in result["instance_groups"]
     assert len(result["capacity_attempts"]) == 1
