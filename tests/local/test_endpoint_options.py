@@ -100,3 +100,19 @@ def test_local_serve_reads_its_defaults_from_the_option_classes() -> None:
     assert len(flags) == 12  # 5 of RunOptions, 1 of BatchOptions, 6 of SpotOptions (interrupt_after: a list)
     flags["spot_interrupt_after"] = []
     assert {name: args[name] for name in flags} == flags
+
+
+def test_the_reference_states_the_option_classes_defaults() -> None:
+    """docs/local.md's "Reference: LocalEndpoint" writes each option class with its defaults, as the class has them."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "local.md").read_text()
+    reference = page.split("## Reference: `LocalEndpoint`", 1)[1].split("\n## ", 1)[0]
+    classes = {"RunOptions": RunOptions, "SpotOptions": SpotOptions, "BatchOptions": BatchOptions}
+    stated = re.findall(r"^((RunOptions|SpotOptions|BatchOptions)\(.*?\))$", reference, re.MULTILINE | re.DOTALL)
+    assert [name for _, name in stated] == ["RunOptions", "SpotOptions", "BatchOptions"]
+    for text, name in stated:
+        assert eval(text, dict(classes)) == classes[name](), name  # the page's own text
+        written = set(re.findall(r"(\w+)=", text))
+        assert written == {f.name for f in fields(classes[name])}, name  # every field, none else
