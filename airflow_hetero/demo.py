@@ -237,13 +237,15 @@ def run(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace, term: Terminal, dags_folder: Path, workdir: Path) -> int:
     """The demo's steps, each announced on ``term``; the exit code."""
-    from airflow_hetero.local import LocalEndpoint
+    from airflow_hetero.local import LocalEndpoint, RunOptions
 
     term.step(
         f"starting the offline SageMaker endpoint, no {NO_CAPACITY_TYPE} capacity (workdir {workdir / 'endpoint'})"
     )
     capacity = {NO_CAPACITY_TYPE: 0}
-    with LocalEndpoint(workdir=workdir / "endpoint", metrics_interval=1.0, capacity=capacity) as endpoint:
+    with LocalEndpoint(
+        workdir=workdir / "endpoint", run=RunOptions(metrics_interval=1.0), capacity=capacity
+    ) as endpoint:
         term.say(f"    {endpoint.url}  (SageMaker, S3, CloudWatch Logs and metrics on one URL)")
         term.say(f"    the DAGs: {dags_folder}")
         if term.log is not None:

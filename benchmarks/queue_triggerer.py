@@ -119,9 +119,9 @@ def fill_queue(endpoint: Any, jobs: int) -> list[dict[str, str]]:
 def serve_queue(info_file: str, jobs: int) -> None:
     """Run the offline endpoint with the filled queue until killed; write its URL, the job ids and the URL of
     its request counts (``LocalEndpoint.batch_calls``) to ``info_file``."""
-    from airflow_hetero.local import LocalEndpoint
+    from airflow_hetero.local import BatchOptions, LocalEndpoint
 
-    with LocalEndpoint(batch_queues={QUEUE: 1}, batch_poll_interval=1.0) as endpoint:
+    with LocalEndpoint(batch_queues={QUEUE: 1}, batch=BatchOptions(poll_interval=1.0)) as endpoint:
         queued = fill_queue(endpoint, jobs)
 
         class Handler(BaseHTTPRequestHandler):

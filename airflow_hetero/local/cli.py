@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
+from airflow_hetero.local.batch.options import BatchOptions
+from airflow_hetero.local.training.options import RunOptions
+from airflow_hetero.local.training.spot import SpotOptions
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 #: The endpoint's control path of capacity and quotas (stated in ``api.control``; no import at start-up).
@@ -73,29 +75,37 @@ def _add_serve(subparsers: Any) -> argparse.ArgumentParser:
         help="bind address (default 127.0.0.1; anything else exposes code execution)",
     )
     serve.add_argument("--seed", type=int, default=0, help="seed of the host-to-group shuffle")
+    run = RunOptions  # every default below is its option class's, stated there once
     serve.add_argument(
         "--max-hosts",
         type=int,
-        default=32,
-        help="hosts running at once over all jobs (default 32); a create beyond it answers ResourceLimitExceeded",
+        default=run.max_hosts,
+        help=f"hosts running at once over all jobs (default {run.max_hosts}); a create beyond it answers "
+        "ResourceLimitExceeded",
     )
     serve.add_argument(
         "--max-request-bytes",
         type=int,
-        default=64 * 1024 * 1024,
-        help="largest request body (default 64 MiB; 413 beyond)",
+        default=run.max_request_bytes,
+        help=f"largest request body (default {_size(run.max_request_bytes)}; 413 beyond)",
     )
     serve.add_argument(
-        "--max-source-bytes", type=int, default=1 << 30, help="bytes a source tarball may extract to (default 1 GiB)"
+        "--max-source-bytes",
+        type=int,
+        default=run.max_source_bytes,
+        help=f"bytes a source tarball may extract to (default {_size(run.max_source_bytes)})",
     )
     serve.add_argument(
-        "--max-channel-bytes", type=int, default=8 << 30, help="bytes a channel may bring to one host (default 8 GiB)"
+        "--max-channel-bytes",
+        type=int,
+        default=run.max_channel_bytes,
+        help=f"bytes a channel may bring to one host (default {_size(run.max_channel_bytes)})",
     )
     serve.add_argument(
         "--stop-grace",
         type=float,
-        default=5.0,
-        help="seconds between SIGTERM and SIGKILL when hosts are stopped (default 5)",
+        default=run.stop_grace,
+        help=f"seconds between SIGTERM and SIGKILL when hosts are stopped (default {run.stop_grace:g})",
     )
     serve.add_argument(
         "--capacity",
@@ -126,12 +136,21 @@ def _add_serve(subparsers: Any) -> argparse.ArgumentParser:
     serve.add_argument(
         "--batch-requeue-delay",
         type=float,
-        default=5.0,
-        help="seconds a service job requeued after a CapacityError waits before it is admitted again (default 5)",
+        default=BatchOptions.requeue_delay,
+        help="seconds a service job requeued after a CapacityError waits before it is admitted again "
+        f"(default {BatchOptions.requeue_delay:g})",
     )
     _add_spot(serve)
     serve.set_defaults(handler=serve_command)
     return serve
+
+
+def _size(n: int) -> str:
+    """A byte count as the help says it: ``64 MiB``, ``1 GiB``."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"
 
 
 def _batch_queue(text: str) -> tuple[str, int]:
@@ -161,30 +180,39 @@ def _add_spot(serve: argparse.ArgumentParser) -> None:
         help="interrupt a spot job after this many seconds of training; give it again for the next run "
         "(e.g. --spot-interrupt-after 60 --spot-interrupt-after 30: twice)",
     )
+    options = SpotOptions  # every default below is its option class's, stated there once
     spot.add_argument(
         "--spot-interrupt-probability",
         type=float,
-        default=0.0,
-        help="chance of an interruption at each --spot-interrupt-interval of training (default 0; seeded by --seed)",
+        default=options.interrupt_probability,
+        help="chance of an interruption at each --spot-interrupt-interval of training "
+        f"(default {options.interrupt_probability:g}; seeded by --seed)",
     )
-    spot.add_argument("--spot-interrupt-interval", type=float, default=10.0, help="seconds (default 10)")
+    spot.add_argument(
+        "--spot-interrupt-interval",
+        type=float,
+        default=options.interrupt_interval,
+        help=f"seconds (default {options.interrupt_interval:g})",
+    )
     spot.add_argument(
         "--spot-restart-delay",
         type=float,
-        default=1.0,
-        help="seconds an interrupted job waits before it restarts (default 1; MaxWaitTimeInSeconds counts them)",
+        default=options.restart_delay,
+        help=f"seconds an interrupted job waits before it restarts (default {options.restart_delay:g}; "
+        "MaxWaitTimeInSeconds counts them)",
     )
     spot.add_argument(
         "--spot-saving",
         type=float,
-        default=STAND_IN_SPOT_SAVING,
-        help=f"STAND-IN discount of a spot job's BillableTimeInSeconds, not a price (default {STAND_IN_SPOT_SAVING})",
+        default=options.saving,
+        help=f"STAND-IN discount of a spot job's BillableTimeInSeconds, not a price (default {options.saving})",
     )
     spot.add_argument(
         "--checkpoint-sync-interval",
         type=float,
-        default=1.0,
-        help="seconds between copies of CheckpointConfig.LocalPath to S3Uri (default 1)",
+        default=options.checkpoint_sync_interval,
+        help="seconds between copies of CheckpointConfig.LocalPath to S3Uri "
+        f"(default {options.checkpoint_sync_interval:g})",
     )
 
 
@@ -283,21 +311,25 @@ def _endpoint(args: argparse.Namespace) -> Any:
         port=args.port,
         host=args.host,
         seed=args.seed,
-        max_hosts=args.max_hosts,
-        max_request_bytes=args.max_request_bytes,
-        max_source_bytes=args.max_source_bytes,
-        max_channel_bytes=args.max_channel_bytes,
-        stop_grace=args.stop_grace,
+        run=RunOptions(
+            stop_grace=args.stop_grace,
+            max_request_bytes=args.max_request_bytes,
+            max_hosts=args.max_hosts,
+            max_source_bytes=args.max_source_bytes,
+            max_channel_bytes=args.max_channel_bytes,
+        ),
+        spot=SpotOptions(  # ValueError here when one is out of range
+            interrupt_after=tuple(args.spot_interrupt_after),
+            interrupt_probability=args.spot_interrupt_probability,
+            interrupt_interval=args.spot_interrupt_interval,
+            restart_delay=args.spot_restart_delay,
+            saving=args.spot_saving,
+            checkpoint_sync_interval=args.checkpoint_sync_interval,
+        ),
+        batch=BatchOptions(requeue_delay=args.batch_requeue_delay),
         capacity=_merged(args.capacity),
         quota=_merged(args.quota),
         batch_queues=dict(args.batch_queue),
-        batch_requeue_delay=args.batch_requeue_delay,
-        spot_interrupt_after=args.spot_interrupt_after,
-        spot_interrupt_probability=args.spot_interrupt_probability,
-        spot_interrupt_interval=args.spot_interrupt_interval,
-        spot_restart_delay=args.spot_restart_delay,
-        spot_saving=args.spot_saving,
-        checkpoint_sync_interval=args.checkpoint_sync_interval,
     )
 
 

@@ -15,7 +15,7 @@ import pytest
 from support.dag_files import dag_file
 from support.example_jobs import Group, example_job
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, RunOptions
 from airflow_hetero.logs.per_group import clean_text
 from airflow_hetero.plugins.page import render_page
 
@@ -76,7 +76,7 @@ DAG_FILE = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
-    with LocalEndpoint(workdir=tmp_path_factory.mktemp("endpoint"), metrics_interval=0.3) as ep:
+    with LocalEndpoint(workdir=tmp_path_factory.mktemp("endpoint"), run=RunOptions(metrics_interval=0.3)) as ep:
         ep.client("s3").create_bucket(Bucket=BUCKET)
         yield ep
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from support.dag_files import dag_file
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, RunOptions
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +97,7 @@ DAG_FILE = textwrap.dedent(
 
 @pytest.fixture
 def endpoint(tmp_path: Path) -> Iterator[LocalEndpoint]:
-    with LocalEndpoint(workdir=tmp_path / "endpoint", metrics_interval=0.3) as ep:
+    with LocalEndpoint(workdir=tmp_path / "endpoint", run=RunOptions(metrics_interval=0.3)) as ep:
         yield ep
 
 

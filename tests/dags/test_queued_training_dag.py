@@ -12,7 +12,7 @@ import pytest
 from support.dag_files import dag_file
 
 import airflow_hetero.example_dags as example_dags
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import BatchOptions, LocalEndpoint, RunOptions
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +22,10 @@ EXAMPLES = Path(example_dags.__file__).parent
 @pytest.fixture
 def endpoint(tmp_path: Path) -> Iterator[LocalEndpoint]:
     with LocalEndpoint(
-        workdir=tmp_path / "endpoint", metrics_interval=0.3, batch_queues={"nightly-queue": 2}, batch_poll_interval=0.05
+        workdir=tmp_path / "endpoint",
+        run=RunOptions(metrics_interval=0.3),
+        batch=BatchOptions(poll_interval=0.05),
+        batch_queues={"nightly-queue": 2},
     ) as ep:
         ep.client("s3").create_bucket(Bucket="queued-demo")
         yield ep

@@ -1,5 +1,5 @@
 """A DAG's spot job under ``dag.test()``: the offline endpoint interrupts it after 3 s of training
-(``spot_interrupt_after``; again, up to twice, should a host on a busy machine not have written its state by
+(``SpotOptions.interrupt_after``; again, up to twice, should a host on a busy machine not have written its state by
 then), every host resumes from its own checkpoint folder, and the task succeeds with a spot saving in its result."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from support.dag_files import dag_file
 from support.example_jobs import Group, example_job
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, RunOptions, SpotOptions
 
 pytestmark = pytest.mark.slow
 
@@ -78,11 +78,8 @@ DAG_FILE = textwrap.dedent(
 def endpoint(tmp_path: Path) -> Iterator[LocalEndpoint]:
     with LocalEndpoint(
         workdir=tmp_path / "endpoint",
-        stop_grace=1.0,
-        metrics_interval=0.5,
-        spot_interrupt_after=[3.0, 3.0, 3.0],
-        spot_restart_delay=0.2,
-        checkpoint_sync_interval=0.2,
+        run=RunOptions(stop_grace=1.0, metrics_interval=0.5),
+        spot=SpotOptions(interrupt_after=(3.0, 3.0, 3.0), restart_delay=0.2, checkpoint_sync_interval=0.2),
     ) as ep:
         ep.client("s3").create_bucket(Bucket=BUCKET)
         yield ep

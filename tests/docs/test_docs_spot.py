@@ -58,18 +58,19 @@ def test_the_offline_interruption_example_prints_what_the_page_shows(tmp_path: P
 
 
 def test_the_offline_options_are_the_endpoints() -> None:
-    """The options table names every spot option LocalEndpoint and local serve take, with their defaults."""
-    import inspect
+    """The options table names every spot option LocalEndpoint (its SpotOptions) and local serve take, with
+    their defaults."""
+    from dataclasses import fields
 
-    from airflow_hetero.local import LocalEndpoint
+    from airflow_hetero.local import SpotOptions
     from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
 
     section = _section("Managed spot")
-    parameters = inspect.signature(LocalEndpoint).parameters
-    spot = [name for name in parameters if name.startswith("spot_") or name == "checkpoint_sync_interval"]
+    spot = [item.name for item in fields(SpotOptions) if item.name != "seed"]  # the seed is the endpoint's
     assert len(spot) == 6
     for name in spot:
-        assert f"`{name}" in section and f"--{name.replace('_', '-')}" in section
+        flag = "--checkpoint-sync-interval" if name == "checkpoint_sync_interval" else f"--spot-{name}"
+        assert f"`{name}" in section and flag.replace("_", "-") in section
     assert f"| `{STAND_IN_SPOT_SAVING:g}` |" in section and "**stand-in**" in section
 
 

@@ -29,7 +29,7 @@ from airflow_hetero.operators import HeteroTrainingOperator
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"stop_grace": 1.0, "metrics_interval": 0.5}
+ENDPOINT_RUN = {"stop_grace": 1.0, "metrics_interval": 0.5}
 CONN_ID = "hetero_budget_endpoint"
 DATA, TRAIN, FALLBACK = "ml.c5.xlarge", "ml.c5.2xlarge", "ml.m5.xlarge"
 SCRIPT = """\

@@ -27,7 +27,7 @@ from airflow_hetero.operators import HeteroTrainingOperator
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"stop_grace": 1.0, "metrics_interval": 0.5}
+ENDPOINT_RUN = {"stop_grace": 1.0, "metrics_interval": 0.5}
 CONN_ID = "hetero_capacity_endpoint"
 FIRST, SECOND, THIRD = "ml.p3.2xlarge", "ml.g5.2xlarge", "ml.g4dn.xlarge"
 TYPES = (FIRST, SECOND, THIRD)

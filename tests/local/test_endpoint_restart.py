@@ -17,7 +17,7 @@ from support.late_kills import late_kills
 from support.local_jobkit import BUCKET, pid_alive, put_source, request, unique, wait
 from support.serve_process import Served, serve
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, RunOptions
 from airflow_hetero.local.cli import register
 from airflow_hetero.local.training.clients import make_client
 
@@ -129,7 +129,7 @@ def test_crashed_endpoint_leaves_no_job_in_progress(
 
 def test_clean_shutdown_ends_running_jobs_and_state_survives(tmp_path: Path) -> None:
     workdir = tmp_path / "work"
-    with LocalEndpoint(workdir=workdir, stop_grace=1.0) as first:
+    with LocalEndpoint(workdir=workdir, run=RunOptions(stop_grace=1.0)) as first:
         s3, sm = first.client("s3"), first.client("sagemaker")
         s3.create_bucket(Bucket=BUCKET)
         quick, slow = unique("quick"), unique("slow")

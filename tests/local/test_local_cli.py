@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from support.installed import run_without_modules
 
+from airflow_hetero.local import BatchOptions, RunOptions, SpotOptions
 from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
 
 
@@ -103,12 +104,19 @@ def test_spot_flags_reach_the_endpoint(tmp_path: Path, monkeypatch: pytest.Monke
     spot += ["--spot-interrupt-interval", "5", "--spot-restart-delay", "2", "--spot-saving", "0.6"]
     with pytest.raises(Stop):
         main(["local", "serve", "--workdir", str(tmp_path), "--seed", "4", *spot, "--checkpoint-sync-interval", "3"])
-    assert made["spot_interrupt_after"] == [60.0, 30.0] and made["spot_interrupt_probability"] == 0.1
-    assert (made["spot_interrupt_interval"], made["spot_restart_delay"], made["spot_saving"]) == (5.0, 2.0, 0.6)
-    assert (made["checkpoint_sync_interval"], made["seed"]) == (3.0, 4)
+    assert made["spot"] == SpotOptions(
+        interrupt_after=(60.0, 30.0),
+        interrupt_probability=0.1,
+        interrupt_interval=5.0,
+        restart_delay=2.0,
+        saving=0.6,
+        checkpoint_sync_interval=3.0,
+    )
+    assert made["seed"] == 4
     with pytest.raises(Stop):
         main(["local", "serve", "--workdir", str(tmp_path)])
-    assert made["spot_interrupt_after"] == [] and made["spot_saving"] == STAND_IN_SPOT_SAVING
+    assert made["spot"] == SpotOptions() and SpotOptions().saving == STAND_IN_SPOT_SAVING
+    assert (made["run"], made["batch"]) == (RunOptions(), BatchOptions())  # every default is its class's
 
 
 def test_a_spot_flag_out_of_range_is_refused_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

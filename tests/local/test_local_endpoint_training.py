@@ -22,7 +22,7 @@ from airflow_hetero.triggers import HeteroTrainingTrigger
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"stop_grace": 1.0, "metrics_interval": 0.5}
+ENDPOINT_RUN = {"stop_grace": 1.0, "metrics_interval": 0.5}
 CONN_ID = "hetero_local_endpoint"
 SCRIPT = """\
 import os, sys, time

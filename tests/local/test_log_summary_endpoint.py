@@ -27,7 +27,7 @@ from airflow_hetero.logs.table import format_table
 pytestmark = pytest.mark.slow
 
 #: Hosts live far less than this sampling interval (s): utilisation must still be reported.
-ENDPOINT_TIMINGS = {"stop_grace": 1.0, "metrics_interval": 5.0}
+ENDPOINT_RUN = {"stop_grace": 1.0, "metrics_interval": 5.0}
 GROUPS = (("data_group", "ml.c5.xlarge", 2), ("dnn_group", "ml.p3.2xlarge", 1))
 METRIC_DEFINITIONS = [
     {"Name": "train:loss", "Regex": r"loss=([0-9.]+)"},

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 SDK_PYTHON = ROOT / ".venv-sdk" / "bin" / "python"
-ENDPOINT_TIMINGS = {"stop_grace": 2.0, "metrics_interval": 0.5, "log_flush_interval": 0.2}
+ENDPOINT_RUN = {"stop_grace": 2.0, "metrics_interval": 0.5, "log_flush_interval": 0.2}
 #: The SDK's defaults file with telemetry off (the endpoint is offline; telemetry would go to AWS).
 SDK_CONFIG = "SchemaVersion: '1.0'\nSageMaker:\n  PythonSDK:\n    Modules:\n      TelemetryOptOut: true\n"
 

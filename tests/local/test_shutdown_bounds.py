@@ -25,15 +25,15 @@ import pytest
 from support.local_jobkit import BUCKET, pid_alive, put_source, request, unique, wait
 
 from airflow_hetero import demo
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import BatchOptions, LocalEndpoint, RunOptions
 from airflow_hetero.local.api import server as server_module
 from airflow_hetero.local.api import service as service_module
 from airflow_hetero.local.api.service import SHUTDOWN_REASON, TrainingService
-from airflow_hetero.local.batch.backend import BatchBackend, BatchOptions
+from airflow_hetero.local.batch.backend import BatchBackend
 from airflow_hetero.local.host import shim
 from airflow_hetero.local.host.process import HostProcess
 from airflow_hetero.local.training.logship import LogShipper
-from airflow_hetero.local.training.runner import JobRunner, RunOptions
+from airflow_hetero.local.training.runner import JobRunner
 from airflow_hetero.local.training.training_metrics import MetricMatcher
 from airflow_hetero.local.training.utilisation import MetricsSampler
 
@@ -240,7 +240,7 @@ def test_a_runner_that_does_not_end_its_hosts_has_them_killed_and_the_job_failed
 
     monkeypatch.setattr(JobRunner, "_terminate_all", stuck_terminate_all)
     monkeypatch.setattr(JobRunner, "kill_hosts", noted_kill_hosts)
-    endpoint = LocalEndpoint(workdir=tmp_path / "work", stop_grace=grace).start()
+    endpoint = LocalEndpoint(workdir=tmp_path / "work", run=RunOptions(stop_grace=grace)).start()
     try:
         s3, sm = endpoint.client("s3"), endpoint.client("sagemaker")
         s3.create_bucket(Bucket=BUCKET)

@@ -28,17 +28,13 @@ from support.local_jobkit import BUCKET
 from airflow_hetero import demo, example_dags
 from airflow_hetero._compat import TaskDeferred
 from airflow_hetero.job.outcome import TrainingJobLimitError
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, SpotOptions
 from airflow_hetero.operators import HeteroTrainingOperator
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {
-    "stop_grace": 1.0,
-    "metrics_interval": 0.5,
-    "spot_restart_delay": 0.3,
-    "checkpoint_sync_interval": 0.3,
-}
+ENDPOINT_RUN = {"stop_grace": 1.0, "metrics_interval": 0.5}
+ENDPOINT_SPOT = SpotOptions(restart_delay=0.3, checkpoint_sync_interval=0.3)
 CONN_ID = "hetero_spot_endpoint"
 CODE = example_dags.folder() / "hetero_retraining" / "code"
 EPOCHS = 6

@@ -18,7 +18,7 @@ from airflow_hetero.logs.verdict import format_verdict
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"stop_grace": 1.0, "metrics_interval": 0.3}
+ENDPOINT_RUN = {"stop_grace": 1.0, "metrics_interval": 0.3}
 GROUPS = (("data_group", "ml.c5.xlarge", 1), ("train_group", "ml.c5.xlarge", 1))
 ONE_CORE = {"ml.c5.xlarge": {"cpus": 1, "gpus": 0}}
 #: Low thresholds: on a shared 2-core machine a busy loop may get half a core or less (measured: 40 %

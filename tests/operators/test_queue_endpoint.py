@@ -25,7 +25,7 @@ from airflow_hetero import sagemaker_facts as facts
 from airflow_hetero._compat import AirflowFailException, TaskDeferred
 from airflow_hetero._retry import RetryPolicy
 from airflow_hetero.hooks.batch import HeteroBatchHook
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import BatchOptions, LocalEndpoint, RunOptions
 from airflow_hetero.operators import BatchQueue, HeteroTrainingOperator
 
 pytestmark = pytest.mark.slow
@@ -38,11 +38,9 @@ C5 = "ml.c5.xlarge"
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
     with LocalEndpoint(
         workdir=tmp_path_factory.mktemp("endpoint"),
-        stop_grace=1.0,
-        log_flush_interval=0.2,
+        run=RunOptions(stop_grace=1.0, log_flush_interval=0.2),
+        batch=BatchOptions(poll_interval=0.05, requeue_delay=0.3),
         batch_queues={"one": 1},
-        batch_poll_interval=0.05,
-        batch_requeue_delay=0.3,
     ) as ep:
         ep.client("s3").create_bucket(Bucket=BUCKET)
         yield ep

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "data" / "sdk3-drivers"
@@ -29,7 +29,7 @@ CONFIG = "SchemaVersion: '1.0'\nSageMaker:\n  PythonSDK:\n    Modules:\n      Te
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as work, LocalEndpoint(log_flush_interval=0.2) as endpoint:
+    with tempfile.TemporaryDirectory() as work, LocalEndpoint(run=RunOptions(log_flush_interval=0.2)) as endpoint:
         config = Path(work) / "sagemaker-config.yaml"
         config.write_text(CONFIG)
         env = {**os.environ, **endpoint.environ(), "SAGEMAKER_USER_CONFIG_OVERRIDE": str(config)}

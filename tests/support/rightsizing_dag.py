@@ -19,7 +19,7 @@ from typing import Any
 import pendulum
 import pytest
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, RunOptions
 from support.dag_files import dag_file
 from support.example_jobs import Group, example_job
 
@@ -120,7 +120,7 @@ def dag_text(specs: Mapping[str, Mapping[str, Any]]) -> str:
 @contextmanager
 def offline_endpoint(workdir: Path) -> Iterator[LocalEndpoint]:
     """The offline endpoint with the DAGs' bucket."""
-    with LocalEndpoint(workdir=workdir, metrics_interval=0.3) as ep:
+    with LocalEndpoint(workdir=workdir, run=RunOptions(metrics_interval=0.3)) as ep:
         ep.client("s3").create_bucket(Bucket=BUCKET)
         yield ep
 

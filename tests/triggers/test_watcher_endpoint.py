@@ -22,7 +22,7 @@ from support.fault_proxy import FaultProxy, fault_proxy
 from support.local_jobkit import BUCKET, unique
 from support.trigger_runs import first_event, triggers_on
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, RunOptions
 from airflow_hetero.triggers.watcher import REFRESH_INTERVALS, refresh_after
 
 pytestmark = pytest.mark.slow
@@ -37,7 +37,9 @@ trigger = triggers_on(CONN_ID, poll_interval=INTERVAL)
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
-    with LocalEndpoint(workdir=tmp_path_factory.mktemp("endpoint"), stop_grace=2.0, log_flush_interval=0.2) as ep:
+    with LocalEndpoint(
+        workdir=tmp_path_factory.mktemp("endpoint"), run=RunOptions(stop_grace=2.0, log_flush_interval=0.2)
+    ) as ep:
         ep.client("s3").create_bucket(Bucket=BUCKET)
         yield ep
 

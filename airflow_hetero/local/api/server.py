@@ -18,20 +18,21 @@ import logging
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
 from airflow_hetero.local.api.errors import ServiceError
-from airflow_hetero.local.batch.backend import BatchOptions
+from airflow_hetero.local.api.flat_options import from_flat_keywords
+from airflow_hetero.local.batch.options import BatchOptions
 from airflow_hetero.local.batch.setup import check_queues
 from airflow_hetero.local.training.capacity import CapacityLedger, Limits
 from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
-from airflow_hetero.local.training.runner import RunOptions
-from airflow_hetero.local.training.spot import SpotOptions, interrupt_after
-from airflow_hetero.sagemaker_facts import STAND_IN_SPOT_SAVING
+from airflow_hetero.local.training.options import RunOptions
+from airflow_hetero.local.training.spot import SpotOptions
 
 log = logging.getLogger(__name__)
 
@@ -50,28 +51,32 @@ class LocalEndpoint:
 
     ``workdir`` holds job records and host directories (a temporary directory, deleted on stop,
     when None); ``port`` 0 picks a free port; ``host`` is the bind address (loopback unless given);
-    ``seed`` makes the host-to-group shuffle repeatable. ``stop_grace``, ``metrics_interval`` and
-    ``log_flush_interval`` are seconds (SIGTERM->SIGKILL grace, metric sampling, log batching).
-    Limits: ``max_request_bytes`` per request body (413 beyond), ``max_hosts`` running at once
-    (``ResourceLimitExceeded`` beyond), ``max_source_bytes`` extracted per source tarball and
-    ``max_channel_bytes`` downloaded per channel and host (the job fails beyond).
+    ``seed`` makes the host-to-group shuffle repeatable, and the random spot interruptions.
+    ``run`` (:class:`~airflow_hetero.local.training.options.RunOptions`): the timing in seconds
+    (``stop_grace`` SIGTERM->SIGKILL grace, ``metrics_interval`` metric sampling, ``log_flush_interval``
+    log batching) and the limits: ``max_request_bytes`` per request body (413 beyond), ``max_hosts``
+    running at once (``ResourceLimitExceeded`` beyond), ``max_source_bytes`` extracted per source tarball
+    and ``max_channel_bytes`` downloaded per channel and host (the job fails beyond).
     ``capacity`` and ``quota`` (instance type -> count; a type not named is unlimited): instances
     that can run at once (a job beyond fails with SageMaker's ``CapacityError``) and the account quota
     (a create beyond answers ``ResourceLimitExceeded``); change them while it runs with
     :meth:`set_capacity` / :meth:`set_quota` (another process: :func:`~.control.change_capacity`).
     ``batch_queues`` (queue name -> instances): an AWS Batch service environment ``NAME-env`` of that
     many instances and a SAGEMAKER_TRAINING job queue ``NAME`` over it, for service jobs
-    (:mod:`airflow_hetero.local.batch`; any client may create more); ``batch_requeue_delay`` is the
-    seconds a job requeued after a CapacityError waits, ``batch_poll_interval`` how often the queue looks
-    at its training jobs (a ``ValueError`` here for a queue Batch would refuse, or a delay out of range).
-    Managed spot jobs (``EnableManagedSpotTraining``) are interrupted on demand (:meth:`interrupt`;
-    another process: :func:`~.spot_control.interrupt_job`), after ``spot_interrupt_after`` seconds of
-    training (one number, or one per run for several interruptions), and at random with
-    ``spot_interrupt_probability`` every ``spot_interrupt_interval`` seconds of training (seeded by
-    ``seed`` and the job's name); an interrupted job waits ``spot_restart_delay`` seconds, then restarts
-    every host. ``spot_saving`` is the stand-in discount of their BillableTimeInSeconds (not a price:
+    (:mod:`airflow_hetero.local.batch`; any client may create more; a ``ValueError`` here for a queue
+    Batch would refuse); ``batch`` (:class:`~airflow_hetero.local.batch.options.BatchOptions`): the
+    seconds a job requeued after a CapacityError waits and how often the queue looks at its training jobs.
+    ``spot`` (:class:`~airflow_hetero.local.training.spot.SpotOptions`, or ``run.spot``): managed spot
+    jobs (``EnableManagedSpotTraining``) are interrupted on demand (:meth:`interrupt`; another process:
+    :func:`~.spot_control.interrupt_job`), after ``interrupt_after`` seconds of training (one entry per
+    run), and at random with ``interrupt_probability`` every ``interrupt_interval`` seconds of training
+    (seeded by ``seed`` and the job's name); an interrupted job waits ``restart_delay`` seconds, then
+    restarts every host. ``saving`` is the stand-in discount of their BillableTimeInSeconds (not a price:
     :data:`~airflow_hetero.sagemaker_facts.STAND_IN_SPOT_SAVING` unless told); each host's
     ``CheckpointConfig.LocalPath`` is copied to ``S3Uri`` every ``checkpoint_sync_interval`` seconds.
+    Every default is its option class's. The flat keywords of earlier releases (``stop_grace=``,
+    ``spot_restart_delay=``, ``batch_requeue_delay=``...) still work for this release, with a
+    ``DeprecationWarning`` that says what to write instead.
     Requests from web pages and for other ``Host`` names are refused (see
     :class:`airflow_hetero.local.api.app.RequestGuard`).
     """
@@ -83,54 +88,32 @@ class LocalEndpoint:
         host: str = LOOPBACK,
         seed: int = 0,
         *,
-        stop_grace: float = 5.0,
-        metrics_interval: float = 5.0,
-        log_flush_interval: float = 1.0,
-        max_request_bytes: int = 64 * 1024 * 1024,
-        max_hosts: int = 32,
-        max_source_bytes: int = 1 << 30,
-        max_channel_bytes: int = 8 << 30,
+        run: RunOptions | None = None,
+        spot: SpotOptions | None = None,
+        batch: BatchOptions | None = None,
         capacity: Limits | None = None,
         quota: Limits | None = None,
         batch_queues: Mapping[str, int] | None = None,
-        batch_requeue_delay: float = 5.0,
-        batch_poll_interval: float = 0.2,
-        spot_interrupt_after: float | Iterable[float] | None = None,
-        spot_interrupt_probability: float = 0.0,
-        spot_interrupt_interval: float = 10.0,
-        spot_restart_delay: float = 1.0,
-        spot_saving: float = STAND_IN_SPOT_SAVING,
-        checkpoint_sync_interval: float = 1.0,
+        **flat: Any,
     ) -> None:
+        if flat:  # ValueError here when one is out of range, TypeError for a name never known
+            run, spot, batch = from_flat_keywords(flat, run, spot, batch)
+        run = run or RunOptions()
+        if spot is not None and run.spot != SpotOptions():
+            raise ValueError("give the spot options once: spot=SpotOptions(...) or run=RunOptions(spot=...)")
         self._workdir_arg = Path(workdir) if workdir is not None else None
         self._port = port
         self.host = host
         self.seed = seed
         self.region = DEFAULT_REGION
-        self.max_request_bytes = max_request_bytes
-        self.options = RunOptions(
-            stop_grace=stop_grace,
-            metrics_interval=metrics_interval,
-            log_flush_interval=log_flush_interval,
-            max_hosts=max_hosts,
-            max_source_bytes=max_source_bytes,
-            max_channel_bytes=max_channel_bytes,
-            spot=SpotOptions(  # ValueError here when one is out of range
-                interrupt_after=interrupt_after(spot_interrupt_after),
-                interrupt_probability=spot_interrupt_probability,
-                interrupt_interval=spot_interrupt_interval,
-                restart_delay=spot_restart_delay,
-                saving=spot_saving,
-                seed=seed,
-                checkpoint_sync_interval=checkpoint_sync_interval,
-            ),
-        )
+        self.options = replace(run, spot=replace(spot or run.spot, seed=seed))
+        """The timing and limits in use (``spot.seed`` is the endpoint's ``seed``)."""
         self.capacity = CapacityLedger(capacity=capacity, quota=quota)
         """Instances of each type that can run at once and the account quota (ValueError above when bad)."""
         self.batch_queues = dict(batch_queues or {})
         check_queues(self.batch_queues)  # ValueError before anything is made, as Batch would refuse them
-        self.batch_options = BatchOptions(requeue_delay=batch_requeue_delay, poll_interval=batch_poll_interval)
-        """The offline queue's timing (ValueError above when out of range)."""
+        self.batch_options = batch or BatchOptions()
+        """The offline queue's timing."""
         self._workdir: Path | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -169,7 +152,7 @@ class LocalEndpoint:
         self.batch_setup = ensure_queues(self.batch, self.batch_queues, self.region)
         self._batch_api = BatchResponses(self.batch)
         endpoint_app = EndpointApp(self.service, fallback, self._batch_api)
-        app = RequestGuard(BodyLimit(endpoint_app, self.max_request_bytes), self.host)
+        app = RequestGuard(BodyLimit(endpoint_app, self.options.max_request_bytes), self.host)
         self._server = make_server(self.host, self._port, app, threaded=True, request_handler=_QuietHandler())
         app.bind(self.port)
         self.service.attach(self.url)

@@ -39,7 +39,8 @@ from airflow_hetero.local.host.process import EndedProcess, kill_tree, wait_gone
 from airflow_hetero.local.training.capacity import CapacityLedger, QuotaExceeded
 from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.layout import plan_cluster
-from airflow_hetero.local.training.runner import JobRunner, RunOptions
+from airflow_hetero.local.training.options import RunOptions
+from airflow_hetero.local.training.runner import JobRunner
 from airflow_hetero.local.training.store import TERMINAL, JobExists, JobStore, add_transition, finish
 from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS
 

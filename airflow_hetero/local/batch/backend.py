@@ -17,7 +17,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from airflow_hetero.local.batch.models import (
     now_ms,
     payload_instances,
 )
+from airflow_hetero.local.batch.options import BatchOptions
 from airflow_hetero.local.batch.store import BatchStore
 
 log = logging.getLogger(__name__)
@@ -42,22 +42,6 @@ log = logging.getLogger(__name__)
 DEFAULT_SHARE_DECAY_SECONDS = 600
 #: Seconds :meth:`BatchBackend.stop` waits for the scheduling thread (its lock, then its end) before it goes on.
 STOP_TIMEOUT = 5.0
-
-
-@dataclass(frozen=True)
-class BatchOptions:
-    """Timing of the offline queue: seconds."""
-
-    requeue_delay: float = 5.0
-    """How long a job requeued after a CapacityError waits before it may be admitted again."""
-    poll_interval: float = 0.2
-    """How often the scheduling thread looks at the training jobs and the queues when nothing wakes it."""
-
-    def __post_init__(self) -> None:
-        if not self.requeue_delay >= 0:
-            raise ValueError(f"batch_requeue_delay must be 0 seconds or more, got {self.requeue_delay}")
-        if not self.poll_interval > 0:  # 0 would spin the scheduling thread
-            raise ValueError(f"batch_poll_interval must be above 0 seconds, got {self.poll_interval}")
 
 
 class BatchBackend:

@@ -26,7 +26,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_hetero.local.host.launch import install_resolver
@@ -45,8 +44,9 @@ from airflow_hetero.local.training.clients import Clients
 from airflow_hetero.local.training.hostspec import host_spec
 from airflow_hetero.local.training.layout import Cluster, Host
 from airflow_hetero.local.training.logship import LogShipper, stream_name
+from airflow_hetero.local.training.options import RunOptions
 from airflow_hetero.local.training.prepare import EntryPoint, JobFailure, prepare_hosts
-from airflow_hetero.local.training.spot import SpotInterruption, SpotOptions, SpotSchedule
+from airflow_hetero.local.training.spot import SpotInterruption, SpotSchedule
 from airflow_hetero.local.training.store import JobStore, add_transition, finish
 from airflow_hetero.local.training.training_metrics import MetricMatcher
 from airflow_hetero.local.training.transfer import has_files, join_uri, tar_directories, upload
@@ -65,25 +65,6 @@ log = logging.getLogger(__name__)
 MAX_FAILURE_REASON = 1024
 #: The Starting message SageMaker shows while it cannot get a job's instances (botocore's documented one).
 INSUFFICIENT_CAPACITY_MESSAGE = "Insufficient capacity error from EC2 while launching instances, retrying!"
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """Timing knobs of the endpoint (tests shorten them)."""
-
-    stop_grace: float = 5.0
-    """Seconds between SIGTERM and SIGKILL when hosts are terminated."""
-    metrics_interval: float = 5.0
-    log_flush_interval: float = 1.0
-    poll_interval: float = 0.1
-    max_hosts: int = 32
-    """Hosts running at once over all jobs; a create beyond it answers ResourceLimitExceeded."""
-    max_source_bytes: int = 1 << 30
-    """Bytes a source tarball may extract to (per host when a channel delivers it)."""
-    max_channel_bytes: int = 8 << 30
-    """Bytes one channel may download to one host."""
-    spot: SpotOptions = field(default_factory=SpotOptions)
-    """When spot jobs are interrupted, how long they wait, the stand-in saving, the checkpoint copy interval."""
 
 
 class _Interrupted(Exception):

@@ -27,7 +27,7 @@ class SpotInterruption(Exception):
 
 @dataclass(frozen=True)
 class SpotOptions:
-    """The endpoint's spot settings (``LocalEndpoint(spot_...)``, ``local serve --spot-...``)."""
+    """The endpoint's spot settings (``LocalEndpoint(spot=SpotOptions(...))``, ``local serve --spot-...``)."""
 
     interrupt_after: tuple[float, ...] = ()
     """Seconds of training after which a run is interrupted: entry n for run n (none: only on demand)."""
@@ -39,6 +39,7 @@ class SpotOptions:
     saving: float = STAND_IN_SPOT_SAVING
     """The stand-in discount: BillableTimeInSeconds = TrainingTimeInSeconds x (1 - saving)."""
     seed: int = 0
+    """Seeds the random interruptions with the job's name; ``LocalEndpoint`` sets it to its own ``seed``."""
     checkpoint_sync_interval: float = 1.0
     """Seconds between two copies of each host's checkpoint folder to CheckpointConfig.S3Uri."""
 

@@ -22,7 +22,7 @@ from airflow_hetero.local.host.process import HostProcess
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS: dict[str, Any] = {"stop_grace": 1.0}
+ENDPOINT_RUN: dict[str, Any] = {"stop_grace": 1.0}
 #: SageMaker's reason, verbatim (DESIGN.md section 9).
 CAPACITY_ERROR = (
     "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."

@@ -27,7 +27,7 @@ from airflow_hetero.local.training.runner import JobRunner
 pytestmark = pytest.mark.slow
 
 CAP = 1024 * 1024
-ENDPOINT_TIMINGS: dict[str, Any] = {
+ENDPOINT_RUN: dict[str, Any] = {
     "max_request_bytes": CAP,
     "max_hosts": 4,
     "max_source_bytes": 2 * CAP,

@@ -22,11 +22,11 @@ from support.batch_jobs import (
 )
 
 from airflow_hetero import sagemaker_facts as facts
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import BatchOptions, LocalEndpoint
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"batch_poll_interval": 0.05}
+ENDPOINT_BATCH = BatchOptions(poll_interval=0.05)
 C5 = "ml.c5.xlarge"
 
 

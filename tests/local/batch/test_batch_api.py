@@ -14,11 +14,11 @@ from support.batch_jobs import make_queue, submit, until
 from support.service_model import check_answer
 
 from airflow_hetero import sagemaker_facts as facts
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import BatchOptions, LocalEndpoint
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"batch_poll_interval": 0.05}
+ENDPOINT_BATCH = BatchOptions(poll_interval=0.05)
 PAYLOAD = json.dumps({"TrainingJobName": "p"})
 #: How long the endpoint may take to answer one raw request (on a loaded machine).
 HTTP_TIMEOUT = 30

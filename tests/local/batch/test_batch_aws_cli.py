@@ -14,14 +14,14 @@ import pytest
 from support.batch_jobs import gated_payload, release, wait_status
 
 from airflow_hetero import sagemaker_facts as facts
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import BatchOptions, LocalEndpoint
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path(sys.executable).with_name("aws").exists(), reason="the AWS CLI is a dev dependency"),
 ]
 
-ENDPOINT_TIMINGS = {"batch_poll_interval": 0.05}
+ENDPOINT_BATCH = BatchOptions(poll_interval=0.05)
 AWS = Path(sys.executable).with_name("aws")
 
 

@@ -23,12 +23,13 @@ from support.batch_jobs import (
 )
 
 from airflow_hetero import sagemaker_facts as facts
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import BatchOptions, LocalEndpoint
 from airflow_hetero.local.batch.lifecycle import TIMEOUT_REASON
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"batch_poll_interval": 0.05, "batch_requeue_delay": 0.3, "stop_grace": 1.0}
+ENDPOINT_RUN = {"stop_grace": 1.0}
+ENDPOINT_BATCH = BatchOptions(poll_interval=0.05, requeue_delay=0.3)
 P3 = "ml.p3.2xlarge"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import botocore.exceptions
 import pytest
@@ -10,11 +11,14 @@ from support.batch_jobs import gated_payload, release, submit, training_name, wa
 from support.local_jobkit import BUCKET
 
 from airflow_hetero import sagemaker_facts as facts
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import BatchOptions, LocalEndpoint, RunOptions
 
 pytestmark = pytest.mark.slow
 
-TIMINGS = {"stop_grace": 1.0, "log_flush_interval": 0.2, "batch_poll_interval": 0.05}
+TIMINGS: dict[str, Any] = {
+    "run": RunOptions(stop_grace=1.0, log_flush_interval=0.2),
+    "batch": BatchOptions(poll_interval=0.05),
+}
 
 
 def test_queues_and_jobs_survive_a_restart(tmp_path: Path) -> None:

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from airflow_hetero import sagemaker_facts as facts
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import BatchOptions, LocalEndpoint
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"stop_grace": 2.0, "metrics_interval": 0.5, "log_flush_interval": 0.2, "batch_poll_interval": 0.1}
+ENDPOINT_RUN = {"stop_grace": 2.0, "metrics_interval": 0.5, "log_flush_interval": 0.2}
+ENDPOINT_BATCH = BatchOptions(poll_interval=0.1)
 CANDIDATES = (Path(__file__).resolve().parents[3], Path(sys.executable).parents[2])
 SDK3_PYTHON = next((p / ".venv-sdk3" / "bin" / "python" for p in CANDIDATES if (p / ".venv-sdk3").exists()), None)
 CLIENT = Path(__file__).resolve().parents[2] / "support" / "sdk3_batch_client.py"

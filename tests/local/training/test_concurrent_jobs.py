@@ -13,7 +13,7 @@ import pytest
 from support.cpu_load import cpu_burners
 from support.local_jobkit import BUCKET, put_source, request, unique, wait
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, RunOptions
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,10 @@ THREAD_TIMEOUT = 60.0
 def busy_endpoint(tmp_path: Path) -> Iterator[LocalEndpoint]:
     """A fresh endpoint (no client of its own built yet), all cores busy, threads switching often."""
     before = sys.getswitchinterval()
-    with cpu_burners(), LocalEndpoint(workdir=tmp_path / "work", stop_grace=1.0, log_flush_interval=0.2) as ep:
+    with (
+        cpu_burners(),
+        LocalEndpoint(workdir=tmp_path / "work", run=RunOptions(stop_grace=1.0, log_flush_interval=0.2)) as ep,
+    ):
         sys.setswitchinterval(1e-5)
         try:
             yield ep

@@ -21,9 +21,9 @@ from botocore.exceptions import ClientError
 from support.local_jobkit import BUCKET, put_source, request, unique, wait
 from support.service_model import check_answer
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, RunOptions, SpotOptions
 from airflow_hetero.local.api.spot_control import INTERRUPT_PATH, interrupt_job
-from airflow_hetero.local.training.spot import SpotOptions, SpotSchedule, billable_seconds
+from airflow_hetero.local.training.spot import SpotSchedule, billable_seconds
 from airflow_hetero.logs.summarize import summarize_training_job
 from airflow_hetero.logs.table import format_table
 from airflow_hetero.pricing.price_list import Price
@@ -35,7 +35,8 @@ from airflow_hetero.sagemaker_facts import (
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"stop_grace": 1.0, "spot_restart_delay": 0.3, "checkpoint_sync_interval": 0.2}
+ENDPOINT_RUN = {"stop_grace": 1.0}
+ENDPOINT_SPOT = SpotOptions(restart_delay=0.3, checkpoint_sync_interval=0.2)
 GROUPS = (("data", "ml.c5.xlarge", 2), ("dnn", "ml.p3.2xlarge", 1))
 HOSTS = sum(count for _, _, count in GROUPS)
 STEPPER = """
@@ -186,13 +187,15 @@ def test_seeded_random_interruptions_restart_the_job_until_it_completes(
     (a busy machine) runs again, and is interrupted again."""
     with LocalEndpoint(
         workdir=tmp_path_factory.mktemp("seeded"),
-        stop_grace=1.0,
         seed=7,
-        spot_interrupt_probability=1.0,
-        spot_interrupt_interval=3.0,
-        spot_restart_delay=0.2,
-        spot_saving=0.5,
-        checkpoint_sync_interval=0.2,
+        run=RunOptions(stop_grace=1.0),
+        spot=SpotOptions(
+            interrupt_probability=1.0,
+            interrupt_interval=3.0,
+            restart_delay=0.2,
+            saving=0.5,
+            checkpoint_sync_interval=0.2,
+        ),
     ) as ep:
         sm, s3 = ep.client("sagemaker"), ep.client("s3")
         s3.create_bucket(Bucket=BUCKET)
@@ -256,7 +259,9 @@ def test_billable_time_is_the_discounted_training_time() -> None:
 @pytest.fixture(scope="module")
 def no_capacity_back(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpoint]:
     """An endpoint whose interrupted jobs wait 10 minutes for capacity."""
-    with LocalEndpoint(workdir=tmp_path_factory.mktemp("waits"), stop_grace=1.0, spot_restart_delay=600) as ep:
+    with LocalEndpoint(
+        workdir=tmp_path_factory.mktemp("waits"), run=RunOptions(stop_grace=1.0), spot=SpotOptions(restart_delay=600)
+    ) as ep:
         ep.client("s3").create_bucket(Bucket=BUCKET)
         yield ep
 

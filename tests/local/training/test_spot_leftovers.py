@@ -19,11 +19,12 @@ import psutil
 import pytest
 from support.local_jobkit import BUCKET, put_source, request, unique, wait
 
-from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.local import LocalEndpoint, SpotOptions
 
 pytestmark = pytest.mark.slow
 
-ENDPOINT_TIMINGS = {"stop_grace": 1.0, "spot_restart_delay": 0.2, "checkpoint_sync_interval": 0.2}
+ENDPOINT_RUN = {"stop_grace": 1.0}
+ENDPOINT_SPOT = SpotOptions(restart_delay=0.2, checkpoint_sync_interval=0.2)
 SCRIPT = """
     import json, os, subprocess, sys, time
     from airflow_hetero import runtime
