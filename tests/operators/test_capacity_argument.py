@@ -66,5 +66,5 @@ def test_bad_attempts_or_delay_fail_the_parse(attempts: Any, delay: Any) -> None
 
 
 def test_bad_fallback_types_fail_the_parse_naming_the_group() -> None:
-    with pytest.raises(ValueError, match="ml.bogus"):
+    with pytest.raises(ValueError, match=r"ml\.bogus"):
         operator(capacity=CapacityFallback({"data_group": ["ml.bogus"]}))
