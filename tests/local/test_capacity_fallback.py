@@ -212,16 +212,18 @@ def test_a_retry_re_attaches_to_the_newest_job_of_the_chain(
     run_id = f"lost-{'completed' if fallback_done else 'running'}"  # a task instance of its own
     first_try = operator(code_dir)
     waits: list[str] = []
-    real_wait = first_try.wait
+    from airflow_hetero.operators.sync_wait import SyncWait
 
-    def wait_then_die(hook: Any, name: str, describe: Any, started: float) -> dict[str, Any]:
-        waits.append(name)
+    real_wait = SyncWait.until_done
+
+    def wait_then_die(self: SyncWait, describe: Any) -> dict[str, Any]:
+        waits.append(self.name)
         if len(waits) == 2:  # the second attempt was created: the worker is lost
             raise WorkerLost
-        return real_wait(hook, name, describe, started)
+        return real_wait(self, describe)
 
-    monkeypatch.setattr(first_try, "wait", wait_then_die)
-    with pytest.raises(WorkerLost):
+    with monkeypatch.context() as patched, pytest.raises(WorkerLost):
+        patched.setattr(SyncWait, "until_done", wait_then_die)
         first_try.execute(context(run_id))
     if fallback_done:
         sm.get_waiter("training_job_completed_or_stopped").wait(

@@ -113,7 +113,7 @@ def test_on_kill_stops_a_real_running_job(conn: LocalEndpoint, code_dir: Path) -
     deadline = time.monotonic() + 60
     while True:
         assert time.monotonic() < deadline, "the job never reached Training"
-        name = op.active_job_name
+        name = op.run.active_job_name if op.run is not None else None
         found = sm.list_training_jobs(NameContains=name)["TrainingJobSummaries"] if name else []
         if found and sm.describe_training_job(TrainingJobName=name)["SecondaryStatus"] == "Training":
             break
