@@ -132,15 +132,27 @@ def test_a_provider_config_runs_unchanged_with_its_uploads_and_role_name(
     with tarfile.open(fileobj=io.BytesIO(code)) as tar:
         assert tar.getnames() == ["train.py"]  # the folder's entries at the root, as the provider tars
     logs = endpoint.client("logs")
-    streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs")["logStreams"]
-    text = "\n".join(
-        e["message"]
-        for s in streams
-        if s["logStreamName"].startswith(result["training_job_name"] + "/")
-        for e in logs.get_log_events(logGroupName="/aws/sagemaker/TrainingJobs", logStreamName=s["logStreamName"])[
-            "events"
-        ]
-    )
+    group, prefix = "/aws/sagemaker/TrainingJobs", result["training_job_name"] + "/"
+    # this job's streams only (DescribeLogStreams answers 50 at most: the module's other jobs have streams too),
+    # each read from its head, page by page
+    pages = logs.get_paginator("describe_log_streams").paginate(logGroupName=group, logStreamNamePrefix=prefix)
+    streams = [s["logStreamName"] for page in pages for s in page["logStreams"]]
+    text = "\n".join(e["message"] for name in streams for e in _events(logs, group, name))
     assert text.count(": 3 rows") == 2 and "model saved" in text  # both data hosts read the uploaded rows
     model = result["model_artifacts"]
     assert model.startswith(f"s3://{BUCKET}/output/")
+
+
+def _events(logs: Any, group: str, stream: str) -> list[dict[str, Any]]:
+    """Every event of a stream, from its head (GetLogEvents ends when it returns the token it was given)."""
+    events: list[dict[str, Any]] = []
+    token: str | None = None
+    for _ in range(1000):
+        page = logs.get_log_events(
+            logGroupName=group, logStreamName=stream, startFromHead=True, **({"nextToken": token} if token else {})
+        )
+        events += page["events"]
+        if page.get("nextForwardToken") in (None, token):
+            return events
+        token = page["nextForwardToken"]
+    raise AssertionError(f"{stream}: more than 1000 pages")
