@@ -1,21 +1,79 @@
 """Run Amazon SageMaker heterogeneous-cluster training jobs from Apache Airflow.
 
 Importing this package is cheap: Airflow, boto3 and botocore load only when an
-Airflow-facing module (hook, operators, sensors, triggers) is imported.
+Airflow-facing module (hook, operators, sensors, triggers) is imported. What every part shares and
+a DAG parse needs lives here, in the module every import loads anyway (so it costs a parse no
+module of its own): the lazy re-exports of the package folders and the package's cache folder.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "get_provider_info"]
+__all__ = ["__version__", "cache_dir", "cache_folder", "get_provider_info", "lazy_exports"]
 
 
 #: The AWS guide to heterogeneous clusters, the integration's external documentation.
 AWS_GUIDE = "https://docs.aws.amazon.com/sagemaker/latest/dg/train-heterogeneous-cluster.html"
 INTEGRATION = "Amazon SageMaker heterogeneous clusters"
+
+
+def lazy_exports(
+    namespace: dict[str, Any], names: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` for the package whose globals are ``namespace``: each name in ``names``
+    (mapped to the module that defines it) loads its module on first use.
+
+    ``from airflow_hetero.operators import HeteroTrainingOperator`` then imports only the module that defines
+    it, so a DAG file (or the offline endpoint) pays for nothing it does not use. It lives here, in the
+    package every import loads anyway, so that it costs a DAG parse no module of its own.
+    """
+    package = namespace["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *names})
+
+    return __getattr__, __dir__
+
+
+#: Where the package's caches go (validated definitions, compiled request shapes, Price List answers); ``off``:
+#: nowhere.
+CACHE_ENV = "AIRFLOW_HETERO_CACHE_DIR"
+
+
+def cache_folder() -> str | None:
+    """The package's cache folder: ``$AIRFLOW_HETERO_CACHE_DIR``, else ``$XDG_CACHE_HOME/airflow-hetero`` or
+    ``~/.cache/airflow-hetero``; None when ``AIRFLOW_HETERO_CACHE_DIR=off`` turns caching off. A plain string
+    (no pathlib work on the parse path)."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured is not None:
+        return None if configured.strip().lower() in ("", "off", "0", "false", "none") else configured
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "airflow-hetero")
+
+
+def cache_dir() -> Path | None:
+    """:func:`cache_folder` as a Path."""
+    from pathlib import Path
+
+    folder = cache_folder()
+    return None if folder is None else Path(folder)
 
 
 def documentation_url() -> str:

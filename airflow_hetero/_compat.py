@@ -10,6 +10,7 @@ authoring classes from here.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ __all__ = [
     "airflow_version",
     "conf",
     "default_deferrable",
+    "deprecated_arguments",
     "latest_xcom",
     "link_xcom_key",
 ]
@@ -98,6 +100,25 @@ def default_deferrable() -> bool:
     """Airflow's ``[operators] default_deferrable`` setting (False when unset), read at call time."""
     conf_: Any = __getattr__("conf") if "conf" not in globals() else globals()["conf"]
     return bool(conf_.getboolean("operators", "default_deferrable", fallback=False))
+
+
+def deprecated_arguments(kwargs: dict[str, Any], names: Sequence[str], instead: str) -> dict[str, Any]:
+    """The deprecated keyword arguments ``names`` a task was given, popped from ``kwargs``, else read from its
+    ``default_args``; a DeprecationWarning says what to write ``instead``.
+
+    Airflow fills only the parameters of a task's signature from ``default_args`` (and passes the merged
+    ``default_args`` along), so a spelling that left the signature would otherwise be dropped in silence.
+    """
+    default_args = kwargs.get("default_args") or {}
+    found = {name: kwargs.pop(name) for name in names if name in kwargs}
+    found.update({name: default_args[name] for name in names if name in default_args and name not in found})
+    if found:
+        import warnings
+
+        verb = "is" if len(found) == 1 else "are"
+        given = ", ".join(f"{name}=" for name in found)
+        warnings.warn(f"{given} {verb} deprecated: write {instead}", DeprecationWarning, stacklevel=4)
+    return found
 
 
 def link_xcom_key(link: Any) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from airflow_hetero._lazy import lazy_exports
+from airflow_hetero import lazy_exports
 
 if TYPE_CHECKING:
     from airflow_hetero.definition.builder.definition_request import build_training_request

@@ -26,10 +26,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_hetero.definition.cache_folder import cache_dir
-from airflow_hetero.definition.cache_folder import cache_folder as _folder
+from airflow_hetero import cache_folder as _folder
 
-__all__ = ["cache_dir", "check_at_parse", "definition_key", "dependencies", "has_template", "validate_once"]
+__all__ = ["check_at_parse", "definition_key", "dependencies", "has_template", "validate_once"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: The definition's code folders below it (every module of each is a dependency, as the folder itself).
@@ -138,11 +137,22 @@ def _joined(data_text: str | None, fallbacks_text: str | None) -> str | None:
     return data_text + ("\nfallback_instance_types " + fallbacks_text if fallbacks_text else "")
 
 
-def _key(text: str, *, request: bool) -> str:
+#: What a key says of where it was made: this release, this code, this environment and its import path (as this
+#: module saw it when imported: a process that imported it before its DAG parses, as airflow_local_settings.py
+#: may, pays for it once).
+def environment() -> str:
+    """This release, this code's folder, the Python environment and its import path, as one string."""
     from airflow_hetero import __version__
 
-    where = "\0".join([__version__, _HERE, sys.prefix, *sys.path, "request" if request else "job"])
-    return hashlib.blake2b(f"{where}\n{text}".encode(), digest_size=32).hexdigest()
+    return "\0".join([__version__, _HERE, sys.prefix, *sys.path])
+
+
+_WHERE = environment()
+
+
+def _key(text: str, *, request: bool) -> str:
+    kind = "request" if request else "job"
+    return hashlib.blake2b(f"{_WHERE}\0{kind}\n{text}".encode(), digest_size=32).hexdigest()
 
 
 def _unchanged(marker: str) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_hetero._lazy import lazy_exports
+from airflow_hetero import lazy_exports
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import BaseOperator, TaskInstanceKey

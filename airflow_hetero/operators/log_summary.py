@@ -24,19 +24,19 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseOperator
-from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
 from airflow_hetero.links.instance_groups import InstanceGroupsLink
 from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, MIN_MAX_XCOM_BYTES
 from airflow_hetero.logs.verdict import Thresholds
-from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
+from airflow_hetero.task_arguments import DEFAULT_AWS_CONN_ID, AwsSettings, TaskPrices, aws_template_fields
 from airflow_hetero.xcom_keys import COST_XCOM_KEY, VERDICT_XCOM_KEY
 
 if TYPE_CHECKING:
     from airflow_hetero._compat import Context
     from airflow_hetero.logs.shape import BoundedSummary, LogSummary, RightSizingView
+    from airflow_hetero.pricing.settings import PriceSettings
 
 
-class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
+class HeteroLogSummaryOperator(AwsSettings, TaskPrices, BaseOperator):
     """Summarise a (heterogeneous) training job's logs and metrics per instance group.
 
     :param job_name: the training job (templated, e.g.
@@ -46,7 +46,7 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
         with the capacity fallback it made (its ``capacity_attempts`` key).
     :param aws_conn_id, region_name, verify, botocore_config: the AWS connection, its region, TLS
         verification (False, or a CA bundle path) and ``botocore.config.Config`` options, as on the training
-        operator (:mod:`airflow_hetero.hooks.aws_settings`).
+        operator (:mod:`airflow_hetero.task_arguments`).
     :param tail_lines: last lines kept per host.
     :param max_xcom_bytes: bound of the summary as JSON; tails shrink first, then error samples,
         and ``truncated`` says what was cut.
@@ -59,12 +59,12 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
         device counts are wrong for your hosts.
     :param series_points: points per group utilisation series in the summary (None: the default of
         :func:`airflow_hetero.logs.summarize.summarize_training_job`, 60).
-    :param prices: instance type -> price per instance-hour in ``currency``, e.g.
-        ``{"ml.p4d.24xlarge": 37.69}`` (negotiated rates); they win over the Price List Query API.
-    :param currency: of ``prices`` and of the summary's ``cost`` (the Price List is in USD: with any
-        other currency only ``prices`` price anything).
-    :param use_pricing_api: ask the Price List Query API (``pricing:GetProducts``, same connection)
-        for the types ``prices`` leaves out; False where that API is not allowed.
+    :param prices: instance type -> price per instance-hour in USD, e.g. ``{"ml.p4d.24xlarge": 37.69}``
+        (negotiated rates; they win over the Price List Query API, ``pricing:GetProducts`` on the same
+        connection), or a :class:`~airflow_hetero.pricing.settings.PriceSettings`: ``PriceSettings.of(prices,
+        currency, use_pricing_api)`` for another currency of ``prices`` and of the summary's ``cost`` (the Price
+        List is in USD: with another currency only ``prices`` price anything) or, ``use_pricing_api=False``, the
+        Price List not asked. (``currency=`` and ``use_pricing_api=`` still work for one release, with a warning.)
     """
 
     template_fields: Sequence[str] = aws_template_fields("job_name")
@@ -87,14 +87,12 @@ class HeteroLogSummaryOperator(AwsSettings, BaseOperator):
         verdict_thresholds: Mapping[str, float] | None = None,
         capacity_overrides: Mapping[str, Mapping[str, int]] | None = None,
         series_points: int | None = None,
-        prices: Mapping[str, float] | None = None,
-        currency: str = PRICE_LIST_CURRENCY,
-        use_pricing_api: bool = True,
+        prices: Mapping[str, float] | PriceSettings | None = None,
         **kwargs: Any,
     ) -> None:
+        self.set_prices(prices, kwargs)  # a bad price fails the parse
         super().__init__(**kwargs)
         self.set_aws_settings(aws_conn_id, region_name, verify, botocore_config)
-        self.price_settings = PriceSettings.of(prices, currency, use_pricing_api)  # a bad price fails the parse
         if (job_name is None) == (training_task_id is None):
             raise ValueError("give job_name or training_task_id (exactly one of them)")
         if tail_lines < 0:

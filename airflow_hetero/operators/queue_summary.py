@@ -21,7 +21,8 @@ class SummaryTask(Protocol):
     """What of the summary operator this reads (its training task, AWS and price settings, its log)."""
 
     training_task_id: str | None
-    price_settings: PriceSettings
+    @property
+    def price_settings(self) -> PriceSettings: ...
 
     @property
     def log(self) -> Any: ...

@@ -34,14 +34,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
-from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
-from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
+from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable, deprecated_arguments
+from airflow_hetero.definition.validated import check_at_parse
 from airflow_hetero.links import training_links
-from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
+from airflow_hetero.task_arguments import DEFAULT_AWS_CONN_ID, AwsSettings, TaskPrices, aws_template_fields
 
 if TYPE_CHECKING:
     import jinja2
+    from airflow.providers.openlineage.extractors import OperatorLineage
 
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.definition.job import HeteroTrainingJob
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.job.batch_queue import BatchQueue
     from airflow_hetero.operators.run_state import TrainingRun
+    from airflow_hetero.pricing.settings import PriceSettings
 
 # and JOB_NAME_XCOM_KEY, lazily (module __getattr__)
 __all__ = ["CapacityFallback", "HeteroTrainingOperator", "OnExistingJob"]
@@ -123,24 +124,19 @@ class CapacityFallback:
 
 #: The capacity arguments before ``capacity=`` (one release more, with a warning saying what to write instead).
 _OLD_CAPACITY = ("fallback_instance_types", "capacity_attempts", "capacity_retry_delay")
-#: The price arguments beside ``prices`` before ``prices=PriceSettings.of(...)`` (the same).
-_OLD_PRICES = ("currency", "use_pricing_api")
+_CAPACITY_INSTEAD = (
+    "capacity=CapacityFallback(types=..., attempts=..., retry_delay=...) "
+    "(from airflow_hetero.operators import CapacityFallback)"
+)
 
 
 def _capacity_of(capacity: Any, kwargs: dict[str, Any]) -> tuple[Any, int | None, float]:
-    """(types, attempts, retry delay) of ``capacity=``, or of the old arguments popped from ``kwargs``."""
-    old = {name: kwargs.pop(name) for name in _OLD_CAPACITY if name in kwargs}
+    """(types, attempts, retry delay) of ``capacity=``, or of the old arguments (from ``kwargs`` or
+    ``default_args``)."""
+    old = deprecated_arguments(kwargs, _OLD_CAPACITY, _CAPACITY_INSTEAD)
     if old and capacity is not None:
         raise ValueError(f"give capacity= or {', '.join(old)}, not both")
     if old:
-        import warnings
-
-        warnings.warn(
-            f"{', '.join(f'{n}=' for n in old)} are deprecated: write capacity=CapacityFallback(types=..., "
-            "attempts=..., retry_delay=...) (from airflow_hetero.operators import CapacityFallback)",
-            DeprecationWarning,
-            stacklevel=4,
-        )
         given = CapacityFallback(
             old.get("fallback_instance_types"),
             attempts=old.get("capacity_attempts"),
@@ -151,27 +147,7 @@ def _capacity_of(capacity: Any, kwargs: dict[str, Any]) -> tuple[Any, int | None
     return given.types, given.attempts, given.retry_delay
 
 
-def _prices_of(prices: Any, kwargs: dict[str, Any]) -> PriceSettings:
-    """``prices=`` as one :class:`~airflow_hetero.pricing.settings.PriceSettings` (the old ``currency`` and
-    ``use_pricing_api`` popped from ``kwargs``, with a warning)."""
-    old = {name: kwargs.pop(name) for name in _OLD_PRICES if name in kwargs}
-    if isinstance(prices, PriceSettings):
-        if old:
-            raise ValueError(f"give prices=PriceSettings.of(...) or {', '.join(old)}, not both")
-        return prices
-    if old:
-        import warnings
-
-        warnings.warn(
-            f"{', '.join(f'{n}=' for n in old)} are deprecated: write prices=PriceSettings.of(prices, currency, "
-            "use_pricing_api) (from airflow_hetero.pricing.settings import PriceSettings)",
-            DeprecationWarning,
-            stacklevel=4,
-        )
-    return PriceSettings.of(prices, old.get("currency", PRICE_LIST_CURRENCY), old.get("use_pricing_api", True))
-
-
-class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
+class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -182,7 +158,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
     :param job_name: explicit job name (templated); default: derived per task instance.
     :param aws_conn_id, region_name, verify, botocore_config: the AWS connection, its region, TLS
         verification (False, or a CA bundle path) and ``botocore.config.Config`` options, as on the Amazon
-        provider's operators (:mod:`airflow_hetero.hooks.aws_settings`).
+        provider's operators (:mod:`airflow_hetero.task_arguments`).
     :param wait_for_completion: wait for the job to finish (else return once submitted).
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
     :param check_interval: seconds between status checks.
@@ -268,10 +244,16 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         if model_asset is not None and not wait_for_completion:
             raise ValueError("model_asset needs wait_for_completion=True (or set it on the sensor that waits)")
         fallback_instance_types, capacity_attempts, capacity_retry_delay = _capacity_of(capacity, kwargs)
-        self.price_settings = _prices_of(prices, kwargs)  # a bad price fails the parse
+        self.set_prices(prices, kwargs)  # a bad price fails the parse
         super().__init__(**kwargs)
         self.set_aws_settings(aws_conn_id, region_name, verify, botocore_config)
-        self.model_asset = self.declare_model_asset(model_asset)
+        self.model_asset: Asset | None = None
+        if model_asset is not None:
+            from airflow_hetero.lineage.outputs import declare_model_asset
+
+            self.model_asset = declare_model_asset(self, model_asset)
+        #: The result dict of the job this task saw finish (the lineage listener reads it).
+        self.job_result: dict[str, Any] | None = None
         if on_existing_job not in _ON_EXISTING:
             raise ValueError(f"on_existing_job must be one of {_ON_EXISTING}, got {on_existing_job!r}")
         if check_interval <= 0:
@@ -279,8 +261,6 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         if (job is None) == (request is None):
             given = "both" if job is not None else "neither"
             raise ValueError(f"give job= (a definition) or request= (a CreateTrainingJob request), not {given}")
-        from airflow_hetero.definition.validated import check_at_parse
-
         fallbacks = fallback_instance_types  # checked with the job or request it belongs to
         self.job: Mapping[str, Any] | str | None = check_at_parse(
             job, request=False, fallbacks=fallbacks if job is not None else None
@@ -299,7 +279,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
             )
         self.job_name = job_name
         self.wait_for_completion = wait_for_completion
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable_given = deferrable  # None: Airflow's default, read when the task runs
         self.check_interval = check_interval
         self.max_ingestion_time = max_ingestion_time
         self.print_log = print_log
@@ -316,6 +296,16 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
 
             self.batch_queue = check_batch_queue(batch_queue, fallback_instance_types, self.job, job_name)
         self.run: TrainingRun | None = None  # this task run's state (on_kill reads it)
+
+    @property
+    def deferrable(self) -> bool:
+        """Wait in the triggerer: ``deferrable=`` as given, else Airflow's ``[operators] default_deferrable``,
+        read when the task runs (a DAG parse has no use for it)."""
+        return default_deferrable() if self.deferrable_given is None else self.deferrable_given
+
+    @deferrable.setter
+    def deferrable(self, value: bool | None) -> None:
+        self.deferrable_given = value
 
     # -- the definition ----------------------------------------------------------------------
 
@@ -407,19 +397,30 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         self.run = TrainingRun(context=context, hook=self.hook)
         return self.run
 
-    @records_outputs
+    def recorded(self, context: Context, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` (of ``execute`` or a resume), kept for the lineage listener and the model asset's event."""
+        from airflow_hetero.lineage.outputs import record_job_outputs
+
+        record_job_outputs(self, context, result)
+        return result
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
+        """Inputs: every S3 channel with its instance groups; output: the model artifact."""
+        from airflow_hetero.lineage.outputs import lineage_on_complete
+
+        return lineage_on_complete(self.job_result)
+
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer) and return the result dict."""
         run = self.new_run(context)
         if self.batch_queue is not None:
             from airflow_hetero.operators.queue_steps import QueueRun
 
-            return QueueRun(self, run).execute()
+            return self.recorded(context, QueueRun(self, run).execute())
         from airflow_hetero.operators.direct_run import DirectRun
 
-        return DirectRun(self, run).execute()
+        return self.recorded(context, DirectRun(self, run).execute())
 
-    @records_outputs
     def execute_complete(
         self, context: Context, event: dict[str, Any], capacity: dict[str, Any] | None = None
     ) -> dict[str, Any]:
@@ -431,9 +432,8 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
 
         run = self.new_run(context)
         restore_decision(self, run)
-        return DeferredWait(self, run).resume(event, capacity)
+        return self.recorded(context, DeferredWait(self, run).resume(event, capacity))
 
-    @records_outputs
     def execute_queued_complete(
         self, context: Context, event: dict[str, Any], service_job_id: str | None = None, stage: str = "queue"
     ) -> dict[str, Any]:
@@ -444,7 +444,7 @@ class HeteroTrainingOperator(JobOutputsMixin, AwsSettings, BaseOperator):
         job_id = service_job_id or str(event.get("service_job_id"))  # dag.test() resumes without the kwargs
         run = self.new_run(context)
         restore_decision(self, run)
-        return QueueRun(self, run).resume(event, job_id, str(event.get("stage") or stage))
+        return self.recorded(context, QueueRun(self, run).resume(event, job_id, str(event.get("stage") or stage)))
 
     # -- every other end of the task stops its job ---------------------------------------------
 

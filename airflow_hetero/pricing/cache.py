@@ -1,6 +1,6 @@
 """Prices from the Price List Query API kept on disk, one file per region and endpoint, with an expiry.
 
-The folder is the package's cache folder (:func:`airflow_hetero.definition.validated.cache_dir`:
+The folder is the package's cache folder (:func:`airflow_hetero.cache_dir`:
 ``$AIRFLOW_HETERO_CACHE_DIR``, else ``$XDG_CACHE_HOME/airflow-hetero`` or ``~/.cache/airflow-hetero``;
 ``off`` turns caching off) under ``prices/``. A file is ``{"format", "endpoint", "region", "prices":
 {type: {"per_hour", "description", "fetched"}}}``; an entry older than ``max_age`` seconds, a file
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_hetero.definition.validated import cache_dir
+from airflow_hetero import cache_dir
 from airflow_hetero.pricing.price_list import FROM_CACHE, PRICE_LIST_CURRENCY, Price, number_or_none
 
 #: A week: on-demand prices change rarely, and a change shows after this long at the latest.

@@ -14,23 +14,24 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseSensorOperator, PokeReturnValue, default_deferrable
-from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings, aws_template_fields
-from airflow_hetero.lineage.mixin import JobOutputsMixin, records_outputs
-from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY, PriceSettings
+from airflow_hetero.task_arguments import DEFAULT_AWS_CONN_ID, AwsSettings, TaskPrices, aws_template_fields
 
 if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.pricing.settings import PriceSettings
 
 
-class HeteroTrainingSensor(JobOutputsMixin, AwsSettings, BaseSensorOperator):
+class HeteroTrainingSensor(AwsSettings, TaskPrices, BaseSensorOperator):
     """Wait until the SageMaker training job ``job_name`` finishes; return its result dict.
 
     :param job_name: the job to watch (templated), e.g.
         ``"{{ ti.xcom_pull('train')['training_job_name'] }}"``.
     :param aws_conn_id, region_name, verify, botocore_config: the AWS connection, its region, TLS
         verification (False, or a CA bundle path) and ``botocore.config.Config`` options, as on the Amazon
-        provider's operators (:mod:`airflow_hetero.hooks.aws_settings`).
+        provider's operators (:mod:`airflow_hetero.task_arguments`).
     :param fail_on_stopped: a Stopped job fails the task (default) or counts as done.
     :param print_log: when the job has finished, print the last ``log_tail_lines`` lines of
         every host, prefixed ``[group/host]``.
@@ -39,8 +40,10 @@ class HeteroTrainingSensor(JobOutputsMixin, AwsSettings, BaseSensorOperator):
     :param model_asset: an Asset (or its URI, normally the job's ``output_path``) this task updates
         when the job completes; the event's extra holds the job name, model artifact, instance
         groups, final metrics and the run's cost (docs/lineage.md).
-    :param prices: instance type -> price per instance-hour in ``currency`` for that cost (they win over
-        the Price List Query API); ``use_pricing_api`` False: ask only these. As on the summary operator.
+    :param prices: instance type -> price per instance-hour in USD for that cost (they win over the Price List
+        Query API), or a :class:`~airflow_hetero.pricing.settings.PriceSettings` (another currency, or the Price
+        List not asked), as on the training operator. (``currency=`` and ``use_pricing_api=`` still work for one
+        release, with a warning.)
     """
 
     template_fields: Sequence[str] = aws_template_fields("job_name")
@@ -59,29 +62,45 @@ class HeteroTrainingSensor(JobOutputsMixin, AwsSettings, BaseSensorOperator):
         log_tail_lines: int = 50,
         deferrable: bool | None = None,
         model_asset: Asset | str | None = None,
-        prices: Mapping[str, float] | None = None,
-        currency: str = PRICE_LIST_CURRENCY,
-        use_pricing_api: bool = True,
+        prices: Mapping[str, float] | PriceSettings | None = None,
         **kwargs: Any,
     ) -> None:
+        self.set_prices(prices, kwargs)  # a bad price fails the parse
         super().__init__(**kwargs)
         self.set_aws_settings(aws_conn_id, region_name, verify, botocore_config)
-        self.price_settings = PriceSettings.of(prices, currency, use_pricing_api)  # a bad price fails the parse
-        self.model_asset = self.declare_model_asset(model_asset)
+        self.model_asset: Asset | None = None
+        if model_asset is not None:
+            from airflow_hetero.lineage.outputs import declare_model_asset
+
+            self.model_asset = declare_model_asset(self, model_asset)
+        #: The result dict of the job this task saw finish (the lineage listener reads it).
+        self.job_result: dict[str, Any] | None = None
         self.job_name = job_name
         self.fail_on_stopped = fail_on_stopped
         self.print_log = print_log
         self.log_tail_lines = log_tail_lines
         self.deferrable = default_deferrable() if deferrable is None else deferrable
 
-    @records_outputs
+    def recorded(self, context: Context, result: Any) -> Any:
+        """``result`` (of ``execute`` or the resume), kept for the lineage listener and the model asset's event."""
+        from airflow_hetero.lineage.outputs import record_job_outputs
+
+        record_job_outputs(self, context, result)
+        return result
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
+        """Inputs: every S3 channel with its instance groups; output: the model artifact."""
+        from airflow_hetero.lineage.outputs import lineage_on_complete
+
+        return lineage_on_complete(self.job_result)
+
     def execute(self, context: Context) -> Any:
         """Poke/reschedule as usual, or defer to the trigger when ``deferrable``."""
         if not self.deferrable:
-            return super().execute(context)
+            return self.recorded(context, super().execute(context))
         result = self.poke(context)
         if result.is_done:
-            return result.xcom_value
+            return self.recorded(context, result.xcom_value)
         from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
         self.defer(
@@ -121,7 +140,6 @@ class HeteroTrainingSensor(JobOutputsMixin, AwsSettings, BaseSensorOperator):
             self._print_tail(hook, describe)
         return PokeReturnValue(is_done=True, xcom_value=resolve_outcome(describe, fail_on_stopped=self.fail_on_stopped))
 
-    @records_outputs
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after deferral: same outcome rules and XCom as a poke."""
         from airflow_hetero.job.outcome import outcome_from_event
@@ -129,13 +147,14 @@ class HeteroTrainingSensor(JobOutputsMixin, AwsSettings, BaseSensorOperator):
         hook = self.make_hook()
         if self.print_log and event.get("status") == "done":
             self._print_tail(hook, None)
-        return outcome_from_event(
+        result = outcome_from_event(
             event,
             describe=hook.describe_training_job,
             stop=None,
             fail_on_stopped=self.fail_on_stopped,
             timeout_message=f"did not finish within the sensor timeout ({self.timeout}s)",
         )
+        return dict(self.recorded(context, result))
 
     def _print_tail(self, hook: HeteroTrainingHook, describe: dict[str, Any] | None) -> None:
         tailer = hook.log_tailer(self.job_name, emit=lambda line: self.log.info("%s", line), describe=describe)

@@ -23,7 +23,7 @@ from airflow_hetero._retry import RetryPolicy, acall_with_retry
 
 if TYPE_CHECKING:
     # equal for triggers whose hooks reach the same service the same way: they share a poller
-    from airflow_hetero.hooks.aws_settings import AwsSettingsKey
+    from airflow_hetero.task_arguments import AwsSettingsKey
 
 #: What a trigger receives: an answer, or the exception asking raised.
 Update = dict[str, Any] | BaseException

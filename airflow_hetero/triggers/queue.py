@@ -19,7 +19,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_transient
-from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings
+from airflow_hetero.task_arguments import DEFAULT_AWS_CONN_ID, AwsSettings
 from airflow_hetero.triggers.training import (
     CLEANUP_TIMED_OUT,
     CLEANUP_TIMEOUT,

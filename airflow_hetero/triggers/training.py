@@ -32,9 +32,9 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_hetero._retry import RetryPolicy, acall_with_retry, error_code, is_transient
-from airflow_hetero.hooks.aws_settings import DEFAULT_AWS_CONN_ID, AwsSettings
 from airflow_hetero.job.outcome import classify
 from airflow_hetero.job.waiting import NOT_FOUND_YET, not_found_yet, wait_limit_seconds
+from airflow_hetero.task_arguments import DEFAULT_AWS_CONN_ID, AwsSettings
 
 CLASS_PATH = "airflow_hetero.triggers.HeteroTrainingTrigger"
 #: Seconds a trigger whose deadline has already passed waits for the first check of its job, so its
@@ -62,7 +62,7 @@ class HeteroTrainingTrigger(AwsSettings, BaseTrigger):
 
     :param job_name: the SageMaker training job to watch.
     :param aws_conn_id, region_name, verify, botocore_config: the AWS connection and client settings, as
-        on the operator (:mod:`airflow_hetero.hooks.aws_settings`); serialized under these names.
+        on the operator (:mod:`airflow_hetero.task_arguments`); serialized under these names.
     :param poll_interval: seconds between DescribeTrainingJob calls.
     :param deadline: epoch seconds after which the trigger gives up with a ``timeout`` event;
         None derives it from the job (CreationTime + MaxRuntime [+ MaxWait] + margin).

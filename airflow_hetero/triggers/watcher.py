@@ -37,7 +37,7 @@ from airflow_hetero.triggers.poller import SharedPoller, Update, WatchedJob
 
 if TYPE_CHECKING:
     # equal for triggers whose hooks reach the same service the same way: they share a watcher
-    from airflow_hetero.hooks.aws_settings import AwsSettingsKey as WatchKey
+    from airflow_hetero.task_arguments import AwsSettingsKey as WatchKey
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from support.example_jobs import Group, example_job
 
+import airflow_hetero
 from airflow_hetero.definition import JobDefinitionError, validated
 
 GOOD = example_job(
@@ -92,12 +93,16 @@ def test_any_change_to_the_definition_is_a_new_key(cache: Path) -> None:
 
 
 def test_a_new_version_or_another_environment_is_a_new_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = validated.definition_key(GOOD)
-    monkeypatch.setattr("airflow_hetero.__version__", "99.0.0")
-    assert validated.definition_key(GOOD) != before
-    monkeypatch.undo()
-    monkeypatch.setattr(sys, "prefix", "/elsewhere")
-    assert validated.definition_key(GOOD) != before
+    """The environment is read once, when the module is imported (a new release or environment is a new process)."""
+    before, here = validated.definition_key(GOOD), validated.environment()
+    for name, value in (("airflow_hetero.__version__", "99.0.0"), ("sys.prefix", "/elsewhere")):
+        monkeypatch.setattr(name, value)
+        elsewhere = validated.environment()
+        assert elsewhere != here
+        monkeypatch.setattr(validated, "_WHERE", elsewhere)
+        assert validated.definition_key(GOOD) != before
+        monkeypatch.undo()
+    assert validated.definition_key(GOOD) == before
 
 
 def test_the_marker_lists_code_data_botocore_model_and_pydantic() -> None:
@@ -210,11 +215,11 @@ def test_an_unwritable_cache_only_means_validating_every_time(tmp_path: Path, mo
 
 def test_the_cache_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_HETERO_CACHE_DIR", "off")
-    assert validated.cache_dir() is None
+    assert airflow_hetero.cache_dir() is None
     validated.validate_once(GOOD)
     monkeypatch.delenv("AIRFLOW_HETERO_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert validated.cache_dir() == tmp_path / "xdg" / "airflow-hetero"
+    assert airflow_hetero.cache_dir() == tmp_path / "xdg" / "airflow-hetero"
 
 
 def test_the_operator_still_refuses_a_bad_definition_at_parse_time_after_a_good_one(cache: Path) -> None:

@@ -3,6 +3,7 @@ the old spellings still work for one release, with a warning that says what to w
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import Any
 
@@ -17,7 +18,7 @@ TYPES = {JOB["instance_groups"][1]["instance_group_name"]: ["ml.p4d.24xlarge", "
 
 
 def operator(**kwargs: Any) -> HeteroTrainingOperator:
-    return HeteroTrainingOperator(task_id="train", aws_conn_id=None, job=JOB, **kwargs)
+    return HeteroTrainingOperator(**{"task_id": "train", "aws_conn_id": None, "job": JOB, **kwargs})
 
 
 def test_capacity_holds_what_the_three_arguments_held() -> None:
@@ -68,3 +69,19 @@ def test_bad_attempts_or_delay_fail_the_parse(attempts: Any, delay: Any) -> None
 def test_bad_fallback_types_fail_the_parse_naming_the_group() -> None:
     with pytest.raises(ValueError, match=r"ml\.bogus"):
         operator(capacity=CapacityFallback({"data_group": ["ml.bogus"]}))
+
+
+def test_the_old_spellings_in_default_args_still_apply_with_the_warning() -> None:
+    """Airflow fills only a signature's parameters from ``default_args``: the old spellings left the signature,
+    so the operator reads them from ``default_args`` itself (an explicit argument wins)."""
+    from airflow_hetero._compat import AIRFLOW_V_3
+
+    dag_class: Any = importlib.import_module("airflow.sdk" if AIRFLOW_V_3 else "airflow").DAG
+    defaults = {"capacity_attempts": 2, "currency": "EUR", "use_pricing_api": False}
+    with dag_class("old_defaults", schedule=None, default_args=defaults):
+        with pytest.warns(DeprecationWarning, match=r"capacity_attempts= is deprecated"):
+            op = operator()
+        with pytest.warns(DeprecationWarning, match=r"capacity_attempts=, capacity_retry_delay= are deprecated"):
+            explicit = operator(task_id="train_explicit", capacity_retry_delay=5, capacity_attempts=3)
+    assert op.capacity_attempts == 2 and op.price_settings == PriceSettings({}, "EUR", False)
+    assert (explicit.capacity_attempts, explicit.capacity_retry_delay) == (3, 5.0)

@@ -44,7 +44,7 @@ def test_importing_a_folder_loads_none_of_its_modules() -> None:
         "airflow_hetero." + p
         for p in ["definition", "logs", "hooks", "operators", "sensors", "triggers", "links", "local"]
     }
-    assert set(loaded) == {"airflow_hetero", "airflow_hetero._lazy", *packages}
+    assert set(loaded) == {"airflow_hetero", *packages}
 
 
 def test_every_module_sits_in_a_part() -> None:
@@ -52,8 +52,8 @@ def test_every_module_sits_in_a_part() -> None:
     assert top == {
         "__init__.py",
         "_compat.py",
-        "_lazy.py",
         "_retry.py",
+        "task_arguments.py",
         "cli.py",
         "demo.py",
         "sagemaker_facts.py",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import pickle
+import warnings
+from typing import Any
 
 import pytest
 from support.example_jobs import example_job
@@ -36,19 +38,33 @@ def test_of_checks_and_copies_what_it_is_given() -> None:
             PriceSettings.of(**bad)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda **p: HeteroTrainingOperator(task_id="t", job=JOB, **p),
-        lambda **p: HeteroTrainingSensor(task_id="s", job_name="j", **p),
-        lambda **p: HeteroLogSummaryOperator(task_id="l", job_name="j", **p),
-    ],
-    ids=["operator", "sensor", "summary"],
-)
-def test_each_task_sets_its_price_settings_in_init_and_survives_copies(make: object) -> None:
-    task = make(prices={"ml.c5.xlarge": 0.2}, currency="EUR", use_pricing_api=False)  # type: ignore[operator]
-    assert task.price_settings == PriceSettings({"ml.c5.xlarge": 0.2}, "EUR", False)
+TASKS = [
+    lambda **p: HeteroTrainingOperator(task_id="t", job=JOB, **p),
+    lambda **p: HeteroTrainingSensor(task_id="s", job_name="j", **p),
+    lambda **p: HeteroLogSummaryOperator(task_id="l", job_name="j", **p),
+]
+
+
+@pytest.mark.parametrize("make", TASKS, ids=["operator", "sensor", "summary"])
+def test_each_task_takes_one_price_settings_and_keeps_it_through_copies(make: Any) -> None:
+    settings = PriceSettings.of({"ml.c5.xlarge": 0.2}, "EUR", use_pricing_api=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        task = make(prices=settings)
+        default = make()
+    assert task.price_settings == settings and default.price_settings == PriceSettings()
     assert pickle.loads(pickle.dumps(task.price_settings)) == task.price_settings
     assert copy.deepcopy(task).price_settings == task.price_settings
-    with pytest.raises(ValueError, match="currency"):
-        make(currency="euro")  # type: ignore[operator]
+    with pytest.raises(ValueError, match=r"prices: ml\.c5\.xlarge must be a price"):
+        make(prices={"ml.c5.xlarge": -1})
+
+
+@pytest.mark.parametrize("make", TASKS, ids=["operator", "sensor", "summary"])
+def test_each_task_takes_the_old_price_trio_for_one_release_with_a_warning(make: Any) -> None:
+    with pytest.warns(DeprecationWarning, match=r"currency=, use_pricing_api= are deprecated: write prices="):
+        task = make(prices={"ml.c5.xlarge": 0.2}, currency="EUR", use_pricing_api=False)
+    assert task.price_settings == PriceSettings({"ml.c5.xlarge": 0.2}, "EUR", False)
+    with pytest.raises(ValueError, match="currency"), pytest.warns(DeprecationWarning):
+        make(currency="euro")
+    with pytest.raises(ValueError, match=r"give prices=PriceSettings.of\(\.\.\.\) or currency, not both"):
+        make(prices=PriceSettings(), currency="EUR")

@@ -3,7 +3,7 @@
 Required members, member names, types, enums, patterns, lengths and bounds, exactly as botocore's
 ``service-2.json`` states them: never a hand copy. The model is 2.5 MB of JSON (~0.2 s to load),
 so the shapes one operation's input reaches are compiled once and kept on disk, in the package's
-cache folder (:mod:`airflow_hetero.definition.cache_folder`), keyed on the model file's
+cache folder (:func:`airflow_hetero.cache_folder`), keyed on the model file's
 path, size and times; a later process loads the small file instead (checking a request in a fresh
 process, no validation marker: 27.7 ms CPU with the compiled shapes on disk, 56.2 ms compiling them;
 a definition costs 169 ms; medians of 7, 2026-12).
@@ -108,7 +108,7 @@ def operation_shapes(operation: str, service: str = "sagemaker") -> OperationSha
 
 
 def _cache_file(model: str, service: str, operation: str) -> str | None:
-    from airflow_hetero.definition.cache_folder import cache_folder
+    from airflow_hetero import cache_folder
 
     folder = cache_folder()
     try:

@@ -1,7 +1,8 @@
-"""The four AWS arguments every task and trigger of this package takes, declared once.
+"""The arguments every task of this package declares the same way, once: AWS and prices.
 
-``aws_conn_id``, ``region_name``, ``verify`` and ``botocore_config`` mean what they mean on the
-Amazon provider's operators (its ``AwsBaseHookMixin`` and ``aws_template_fields``):
+The four AWS arguments (:class:`AwsSettings`, the triggers' too). ``aws_conn_id``, ``region_name``,
+``verify`` and ``botocore_config`` mean what they mean on the Amazon provider's operators (its
+``AwsBaseHookMixin`` and ``aws_template_fields``):
 
 * ``aws_conn_id``: the Airflow AWS connection (``endpoint_url`` in its extra is honoured);
   None: boto3's own credential chain.
@@ -10,11 +11,17 @@ Amazon provider's operators (its ``AwsBaseHookMixin`` and ``aws_template_fields`
   private CA); None: botocore's default.
 * ``botocore_config``: ``botocore.config.Config`` options as a dict (proxies, retries, timeouts).
 
-The training operator, the sensor, the summary operator and the trigger all inherit
+The training operator, the sensor, the summary operator and the triggers all inherit
 :class:`AwsSettings`: it keeps the four as attributes (the names Airflow templates and the trigger
 serializes) and builds :class:`~airflow_hetero.hooks.training.HeteroTrainingHook` from them. A new
-AWS argument goes here (docs/architecture.md). Importing this module loads neither the hook nor
-boto3: a DAG file pays for these few lines only.
+AWS argument goes here (docs/architecture.md).
+
+The prices a run's cost uses (:class:`TaskPrices`, the three tasks'): ``prices=``, overrides per
+instance-hour or one :class:`~airflow_hetero.pricing.settings.PriceSettings`, checked at DAG parse when
+given; the default (the Price List, in USD) is built when first read.
+
+Importing this module loads neither the hook, boto3 nor the pricing part: a DAG file pays for these
+few lines only (tests/package/test_parse_path.py).
 """
 
 from __future__ import annotations
@@ -24,8 +31,11 @@ import json
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from airflow_hetero.hooks.batch import HeteroBatchHook
     from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.pricing.settings import PriceSettings
 
 #: The connection used when none is named (``AwsBaseHook.default_conn_name``, without importing it).
 DEFAULT_AWS_CONN_ID = "aws_default"
@@ -102,3 +112,49 @@ class AwsSettings:
             verify=self.verify,
             config=self.botocore_config,
         )
+
+
+#: The price arguments tasks took beside ``prices`` before ``prices=PriceSettings.of(...)`` (one release more,
+#: with a warning saying what to write instead).
+OLD_PRICE_ARGUMENTS = ("currency", "use_pricing_api")
+_PRICES_INSTEAD = (
+    "prices=PriceSettings.of(prices, currency, use_pricing_api) "
+    "(from airflow_hetero.pricing.settings import PriceSettings)"
+)
+
+
+class TaskPrices:
+    """Holds a task's ``prices=`` as one :class:`~airflow_hetero.pricing.settings.PriceSettings`.
+
+    A class using it keeps ``prices`` in its ``__init__`` signature and passes it, with the rest of its
+    keyword arguments (the deprecated ``currency`` and ``use_pricing_api`` are taken from them), to
+    :meth:`set_prices`.
+    """
+
+    #: The prices given (None: the default, built by :attr:`price_settings` when first read).
+    given_prices: PriceSettings | None = None
+
+    def set_prices(self, prices: Mapping[str, float] | PriceSettings | None, kwargs: dict[str, Any]) -> None:
+        """Check and keep ``prices`` (a bad price or currency fails the DAG's parse)."""
+        from airflow_hetero._compat import deprecated_arguments  # here: importing the module loads no Airflow
+
+        old = deprecated_arguments(kwargs, OLD_PRICE_ARGUMENTS, _PRICES_INSTEAD)
+        if prices is None and not old:
+            return
+        from airflow_hetero.pricing.settings import PriceSettings
+
+        if isinstance(prices, PriceSettings):
+            if old:
+                raise ValueError(f"give prices=PriceSettings.of(...) or {', '.join(old)}, not both")
+            self.given_prices = prices
+            return
+        self.given_prices = PriceSettings.of(prices, **old)
+
+    @property
+    def price_settings(self) -> PriceSettings:
+        """What prices this task's runs: ``prices=`` as given, else the Price List in USD."""
+        if self.given_prices is not None:
+            return self.given_prices
+        from airflow_hetero.pricing.settings import PriceSettings
+
+        return PriceSettings()
