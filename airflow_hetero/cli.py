@@ -490,6 +490,7 @@ def _summarize(args: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from airflow_hetero.logs.per_group import CostSpec
     from airflow_hetero.logs.report import format_report
     from airflow_hetero.logs.summarize import summarize_training_job
     from airflow_hetero.pricing.lookup import training_prices
@@ -513,8 +514,7 @@ def _summarize(args: argparse.Namespace) -> int:
             sagemaker_client=client("sagemaker"),
             include_metrics=not args.no_metrics,
             tail_lines=args.tail_lines,
-            prices=lambda types: training_prices(types, region, settings, client=pricing),
-            currency=settings.currency,
+            cost=CostSpec(lambda types: training_prices(types, region, settings, client=pricing), settings.currency),
         )
     except (ClientError, BotoCoreError) as err:
         print(f"airflow-hetero summarize: {args.job_name}: {err}", file=sys.stderr)

@@ -167,7 +167,7 @@ class CapacityChain:
         """The task's one error when no cluster is left: each attempt, its cluster and its reason."""
         tried = [Attempt(a.cluster, a.failure) for a in self.attempts]
         bound = self.limit is not None and self.plan is not None and next_cluster(self.plan, tried) is not None
-        why = f"capacity_attempts={self.limit} reached" if bound else "every cluster was tried"
+        why = f"capacity=CapacityFallback(attempts={self.limit}) reached" if bound else "every cluster was tried"
         lines = [
             f"  {i}. {a.job_name or '(create refused, no job)'}: {describe_cluster(a.cluster)}: {a.failure.reason}"
             for i, a in enumerate(self.attempts, 1)

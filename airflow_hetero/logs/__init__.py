@@ -14,8 +14,20 @@ from typing import TYPE_CHECKING
 from airflow_hetero import lazy_exports
 
 if TYPE_CHECKING:
+    from airflow_hetero.logs.per_group import CostSpec, SeriesSpec, VerdictSpec
     from airflow_hetero.logs.summarize import summarize_training_job
+    from airflow_hetero.logs.verdict import Thresholds
 
-__all__ = ["summarize_training_job"]
+__all__ = ["CostSpec", "SeriesSpec", "Thresholds", "VerdictSpec", "summarize_training_job"]
 
-__getattr__, __dir__ = lazy_exports(globals(), {"summarize_training_job": "airflow_hetero.logs.summarize"})
+__getattr__, __dir__ = lazy_exports(
+    globals(),
+    {
+        "summarize_training_job": "airflow_hetero.logs.summarize",
+        # what summarize_training_job's series=, verdict= and cost= take
+        "SeriesSpec": "airflow_hetero.logs.per_group",
+        "VerdictSpec": "airflow_hetero.logs.per_group",
+        "CostSpec": "airflow_hetero.logs.per_group",
+        "Thresholds": "airflow_hetero.logs.verdict",
+    },
+)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,7 +19,7 @@ from airflow_hetero.job.resource_config import GroupSpec, instance_groups
 from airflow_hetero.logs.capacity import capacity_of, per_device_series, per_device_utilization
 from airflow_hetero.logs.cost import job_cost
 from airflow_hetero.logs.mapping import HostMapping, resolve_mapping
-from airflow_hetero.logs.series import group_series
+from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, group_series
 from airflow_hetero.logs.shape import (
     UTILIZATION_METRICS,
     Datapoint,
@@ -39,7 +39,7 @@ from airflow_hetero.logs.streams import (
 )
 from airflow_hetero.logs.text import iso, strip_control
 from airflow_hetero.logs.verdict import Thresholds, judge_groups
-from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
+from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price, check_currency
 from airflow_hetero.sagemaker_facts import Capacity
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
@@ -251,34 +251,57 @@ def merge_logs(logs: Sequence[StreamLog], tail_lines: int, max_error_samples: in
     }
 
 
+#: Prices for a summary: instance type -> price, or a function of the job's instance types (sorted, each once)
+#: returning them (``HeteroTrainingHook.training_prices``: overrides, the cache, the Price List Query API).
+Prices = Mapping[str, Price] | Callable[[list[str]], Mapping[str, Price]]
+#: The seconds per datapoint of a series when no metrics query says otherwise.
+DEFAULT_PERIOD = 60
+
+
 @dataclass(frozen=True)
 class SeriesSpec:
-    """Asks :func:`build_summary` for every group's utilisation series (``groups.<name>.series``).
+    """Asks for every group's utilisation series (``groups.<name>.series``) of ``points`` points each.
 
     ``axis`` is the metrics query's range in epoch seconds, so every group's series line up, and
     ``period`` its seconds per datapoint; without an axis (no training window, no hosts) the series
-    are None, as they are when no datapoints were read.
+    are None, as they are when no datapoints were read. :func:`~airflow_hetero.logs.summarize.summarize_training_job`
+    reads only ``points`` (the axis and period are those of the query it makes).
     """
 
-    points: int
+    points: int = DEFAULT_SERIES_POINTS
     axis: tuple[float, float] | None = None
-    period: int = 60
+    period: int = DEFAULT_PERIOD
+
+    def __post_init__(self) -> None:
+        if isinstance(self.points, bool) or not isinstance(self.points, int) or self.points < 1:
+            raise ValueError(f"SeriesSpec: points must be an integer of at least 1, got {self.points!r}")
 
 
 @dataclass(frozen=True)
 class VerdictSpec:
-    """Asks :func:`build_summary` for the verdict (``verdict``), judged with these thresholds."""
+    """Asks for the verdict (``verdict``), judged with these thresholds (``Thresholds.of({...})`` from a
+    partial mapping; the default: :class:`~airflow_hetero.logs.verdict.Thresholds`' own)."""
 
-    thresholds: Thresholds
+    thresholds: Thresholds = field(default_factory=Thresholds)
 
 
 @dataclass(frozen=True)
 class CostSpec:
-    """Asks :func:`build_summary` for the cost (``cost``) and the verdict's effects, with these prices
-    (instance type -> :class:`~airflow_hetero.pricing.price_list.Price`, all in ``currency``)."""
+    """Asks for the cost (``cost``) and the verdict's effects, with these prices (instance type ->
+    :class:`~airflow_hetero.pricing.price_list.Price`, all in ``currency``), or a function of the job's
+    instance types that returns them (called once, when the summary is built)."""
 
-    prices: Mapping[str, Price]
+    prices: Prices
     currency: str = PRICE_LIST_CURRENCY
+
+    def __post_init__(self) -> None:
+        check_currency(self.currency)  # a bad one fails before anything is read
+
+    def priced(self, instance_types: Iterable[str]) -> Mapping[str, Price]:
+        """The prices of ``instance_types`` (the function's answer for them, sorted and each once)."""
+        if callable(self.prices):
+            return self.prices(sorted(set(instance_types)))
+        return self.prices
 
 
 @dataclass(frozen=True)
@@ -362,7 +385,8 @@ def build_summary(
     already limited to the training window (by the query). ``read_problems`` (what reading the logs
     ran into) follow the mapping's problems. Given ``series``, ``verdict``, ``cost`` or ``api_calls``,
     the groups' series, the verdict, the cost (and the verdict's effects in money) and the reading
-    cost are part of the summary; without them those keys are left out. Utilisation and series are
+    cost are part of the summary; without them those keys are left out (a ``cost`` whose prices are a
+    function is asked once, for the job's instance types). Utilisation and series are
     per device (:mod:`airflow_hetero.logs.capacity`; ``capacity_overrides``: instance type ->
     ``{"cpus", "gpus"}`` where the built-in rule is wrong for the hosts).
     """
@@ -415,20 +439,21 @@ def build_summary(
         "warnings": sum(log.warnings for log in logs),
         "truncated": {},
     }
+    prices = cost.priced(spec.instance_type for spec in specs if spec.instance_type) if cost else None
     if verdict is not None:
         summary["verdict"] = judge_groups(
             groups,
             partial=summary["partial"],
             thresholds=verdict.thresholds,
-            prices=cost.prices if cost else None,
+            prices=prices,
             currency=cost.currency if cost else PRICE_LIST_CURRENCY,
         )
-    if cost is not None:
+    if cost is not None and prices is not None:
         judged = summary.get("verdict")
         summary["cost"] = job_cost(
             groups,
             judged if judged and "groups" in judged else None,
-            cost.prices,
+            prices,
             currency=cost.currency,
             describe=describe,
             partial=summary["partial"],

@@ -6,11 +6,15 @@ big, :class:`~airflow_hetero.logs.shape.SummarySkeleton`).
 For ``@task`` users and for :class:`airflow_hetero.operators.log_summary.HeteroLogSummaryOperator`.
 Takes already-built clients (plain boto3 ones or those of
 :class:`airflow_hetero.hooks.training.HeteroTrainingHook`), so importing it loads neither boto3 nor Airflow.
+What the summary adds beyond the logs is asked for with the specs :func:`~airflow_hetero.logs.per_group.build_summary`
+takes: ``series=SeriesSpec(points=...)``, ``verdict=VerdictSpec(Thresholds.of({...}))``,
+``cost=CostSpec(prices, currency)`` (the flat ``series_points``, ``verdict_thresholds``, ``prices`` and
+``currency`` of earlier releases still work for this one, with a warning: :mod:`airflow_hetero.logs.flat_keywords`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +25,7 @@ from airflow_hetero.logs.cloudwatch import ApiCalls, counted_call, metric_period
 from airflow_hetero.logs.mapping import resolve_mapping
 from airflow_hetero.logs.patterns import LineRules
 from airflow_hetero.logs.per_group import (
+    DEFAULT_PERIOD,
     TERMINAL_STATUSES,
     CostSpec,
     SeriesSpec,
@@ -29,20 +34,16 @@ from airflow_hetero.logs.per_group import (
     training_window,
 )
 from airflow_hetero.logs.queue_attempts import queue_attempts
-from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS, SERIES_METRICS
+from airflow_hetero.logs.series import SERIES_METRICS
 from airflow_hetero.logs.shape import BoundedSummary, QueueAttempt
 from airflow_hetero.logs.size_limit import DEFAULT_MAX_XCOM_BYTES, enforce_size_limit
 from airflow_hetero.logs.streams import DEFAULT_MAX_ERROR_SAMPLES, LOG_GROUP, StreamLog, host_from_stream
-from airflow_hetero.logs.verdict import Thresholds
-from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price, check_currency
-
-#: Prices given to the summary: instance type -> price, or a function of the job's instance types.
-Prices = Mapping[str, Price] | Callable[[list[str]], Mapping[str, Price]]
+from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY
 
 #: How much of a capacity attempt's reason the summary keeps (its code and the service's sentence).
 ATTEMPT_REASON_CHARS = 300
 
-__all__ = ["DEFAULT_MAX_XCOM_BYTES", "summarize_training_job"]
+__all__ = ["DEFAULT_MAX_XCOM_BYTES", "CostSpec", "SeriesSpec", "VerdictSpec", "summarize_training_job"]
 
 
 def summarize_training_job(
@@ -62,14 +63,14 @@ def summarize_training_job(
     log_group: str = LOG_GROUP,
     now: datetime | None = None,
     retry_policy: RetryPolicy | None = None,
-    series_points: int = DEFAULT_SERIES_POINTS,
-    verdict_thresholds: Thresholds | Mapping[str, Any] | None = None,
+    series: SeriesSpec | None = None,
+    verdict: VerdictSpec | None = None,
+    cost: CostSpec | None = None,
     capacity_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-    prices: Prices | None = None,
-    currency: str = PRICE_LIST_CURRENCY,
     capacity_attempts: Iterable[Mapping[str, Any]] | None = None,
     service_job: Mapping[str, Any] | None = None,
     earlier_attempts: Sequence[QueueAttempt] = (),
+    **deprecated: Any,
 ) -> BoundedSummary:
     """Read the job's description, log streams and (optionally) instance metrics; summarise per group.
 
@@ -80,31 +81,42 @@ def summarize_training_job(
         samples, then per-host lists; ``truncated`` says what was cut; any number of streams fits).
     :param retry_policy: backoff for throttling, 5xx and dropped connections on every call (default
         :data:`airflow_hetero.logs.cloudwatch.LOG_RETRY_POLICY`).
-    :param series_points: points per group utilisation series (``groups.<name>.series``).
-    :param verdict_thresholds: see :class:`airflow_hetero.logs.verdict.Thresholds` (``verdict`` key).
+    :param series: the points per group utilisation series (``groups.<name>.series``), e.g.
+        ``SeriesSpec(points=30)`` (None: :data:`~airflow_hetero.logs.series.DEFAULT_SERIES_POINTS`); its axis
+        and period are the metrics query's, so a spec that sets them is refused.
+    :param verdict: the verdict's thresholds (``verdict`` key), e.g. ``VerdictSpec(Thresholds.of({"busy_percent":
+        75}))`` (None: :class:`airflow_hetero.logs.verdict.Thresholds`' defaults).
+    :param cost: ``CostSpec(prices, currency)``: instance type ->
+        :class:`~airflow_hetero.pricing.price_list.Price` in ``currency``, or a function of the job's instance
+        types returning them (``HeteroTrainingHook.training_prices``); given, the summary has ``cost`` and the
+        verdict's suggestions their ``effect`` (None: neither).
     :param capacity_overrides: instance type -> ``{"cpus", "gpus"}`` for the per-device figures.
-    :param prices: instance type -> :class:`~airflow_hetero.pricing.price_list.Price` in ``currency``,
-        or a function of the job's instance types returning them (``HeteroTrainingHook.training_prices``);
-        given, the summary has ``cost`` and the verdict's suggestions their ``effect``.
     :param capacity_attempts: the training operator's ``capacity_attempts`` (clusters that failed for
         lack of capacity before this job); non-empty, the summary keeps them, each reason's first
         :data:`ATTEMPT_REASON_CHARS` characters. Everything else is this job's own (its Describe).
     :param service_job: in queue mode, the DescribeServiceJob answer of the service job this job is an
         attempt of, with ``earlier_attempts`` (:func:`airflow_hetero.logs.queue_attempts.earlier_attempts`):
-        the summary's ``queue_attempts`` says every attempt's cost and their total (docs/queue.md).
+        the summary's ``queue_attempts`` says every attempt's cost and their total (docs/queue.md), in
+        ``cost``'s currency.
+    :param deprecated: ``series_points``, ``verdict_thresholds``, ``prices`` and ``currency``, the flat
+        spellings of ``series``, ``verdict`` and ``cost`` (this release only: ``DeprecationWarning``; beside the
+        spec they spell, ``ValueError``).
     Works on a running job too (``partial`` is then True). Raises ValueError for bad arguments or
     patterns before any log is read; service errors (e.g. an unknown job) propagate.
     """
+    if deprecated:
+        from airflow_hetero.logs.flat_keywords import from_flat_keywords
+
+        series, verdict, cost = from_flat_keywords(deprecated, series, verdict, cost)
+    series = series or SeriesSpec()
+    if series.axis is not None or series.period != DEFAULT_PERIOD:
+        raise ValueError("series: give SeriesSpec(points=...) alone (the axis and period are the metrics query's)")
     if tail_lines < 0:
         raise ValueError(f"tail_lines must be >= 0, got {tail_lines}")
     if max_error_samples < 0:
         raise ValueError(f"max_error_samples must be >= 0, got {max_error_samples}")
     if include_metrics and cloudwatch_client is None:
         raise ValueError("include_metrics=True needs a cloudwatch_client")
-    if series_points < 1:
-        raise ValueError(f"series_points must be at least 1, got {series_points}")
-    thresholds = Thresholds.of(verdict_thresholds)
-    check_currency(currency)
     calls = ApiCalls()
     describe = dict(
         counted_call(
@@ -162,10 +174,6 @@ def summarize_training_job(
                 calls=calls,
                 retry_policy=retry_policy,
             )
-    cost = None
-    if prices is not None:
-        types = sorted({spec.instance_type for spec in instance_groups(describe) if spec.instance_type})
-        cost = CostSpec(prices(types) if callable(prices) else prices, currency)
     summary = build_summary(
         job_name,
         describe,
@@ -177,8 +185,8 @@ def summarize_training_job(
         now=now,
         clip_datapoints=False,
         read_problems=problems,
-        series=SeriesSpec(series_points, axis, metric_period(*window_dt) if window_dt else 60),
-        verdict=VerdictSpec(thresholds),
+        series=SeriesSpec(series.points, axis, metric_period(*window_dt) if window_dt else DEFAULT_PERIOD),
+        verdict=verdict or VerdictSpec(),
         capacity_overrides=capacity_overrides,
         cost=cost,
         api_calls=calls.as_dict(),
@@ -187,5 +195,6 @@ def summarize_training_job(
     if attempts:
         summary["capacity_attempts"] = [{**a, "reason": a["reason"][:ATTEMPT_REASON_CHARS]} for a in attempts]
     if service_job is not None:
+        currency = cost.currency if cost else PRICE_LIST_CURRENCY
         summary["queue_attempts"] = queue_attempts(service_job, earlier_attempts, summary, currency=currency)
     return enforce_size_limit(summary, max_xcom_bytes)

@@ -58,7 +58,7 @@ class HeteroLogSummaryOperator(AwsSettings, TaskPrices, BaseOperator):
     :param capacity_overrides: instance type -> ``{"cpus": n, "gpus": n}`` where the built-in
         device counts are wrong for your hosts.
     :param series_points: points per group utilisation series in the summary (None: the default of
-        :func:`airflow_hetero.logs.summarize.summarize_training_job`, 60).
+        :class:`airflow_hetero.logs.per_group.SeriesSpec`, 60).
     :param prices: instance type -> price per instance-hour in USD, e.g. ``{"ml.p4d.24xlarge": 37.69}``
         (negotiated rates; they win over the Price List Query API, ``pricing:GetProducts`` on the same
         connection), or a :class:`~airflow_hetero.pricing.settings.PriceSettings`: ``PriceSettings.of(prices,
@@ -140,8 +140,8 @@ class HeteroLogSummaryOperator(AwsSettings, TaskPrices, BaseOperator):
         whole summary."""
         from airflow_hetero.links.instance_groups import persist_instance_groups_link
         from airflow_hetero.logs.accessors import cost_of, queue_attempts_of, verdict_of
+        from airflow_hetero.logs.per_group import CostSpec, SeriesSpec, VerdictSpec
         from airflow_hetero.logs.report import format_report
-        from airflow_hetero.logs.series import DEFAULT_SERIES_POINTS
         from airflow_hetero.logs.summarize import summarize_training_job
 
         job_name = self.training_job_name(context)
@@ -165,11 +165,10 @@ class HeteroLogSummaryOperator(AwsSettings, TaskPrices, BaseOperator):
             error_patterns=self.error_patterns,
             include_metrics=self.include_metrics,
             max_xcom_bytes=self.max_xcom_bytes,
-            verdict_thresholds=self.verdict_thresholds,
+            series=SeriesSpec(self.series_points) if self.series_points else None,
+            verdict=VerdictSpec(Thresholds.of(self.verdict_thresholds)),
+            cost=CostSpec(lambda types: hook.training_prices(types, self.price_settings), self.price_settings.currency),
             capacity_overrides=self.capacity_overrides,
-            series_points=self.series_points or DEFAULT_SERIES_POINTS,
-            prices=lambda types: hook.training_prices(types, self.price_settings),
-            currency=self.price_settings.currency,
             capacity_attempts=attempts if isinstance(attempts, list) else None,
             service_job=queue[0] if queue else None,
             earlier_attempts=queue[1] if queue else (),

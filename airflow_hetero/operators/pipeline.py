@@ -6,13 +6,15 @@ resume after a deferral runs the same one again. No other code calls a policy. A
 
 1. **job** steps, once per run, before the task instance's job names are walked (``Submittable`` in and out):
    right-sizing's decided counts and types;
-2. **named** steps, once per job name submitted: the request built for the name, the task instance's identity
-   stamped on it, the provider's steps (S3 uploads, role name) run, the code to upload found;
+2. **named** steps, once per job name submitted: the request built for the name (a role name expanded to its
+   ARN), the task instance's identity stamped on it, the code to upload found;
 3. **send** steps, for every request sent (a capacity refusal sends the next cluster through them again):
    the capacity fallback's next cluster, then the budget's runtime cap.
 
 Each step is one small class taking the :class:`StepContext` and with one method, ``apply``, of its phase's
-shape; what it records goes into the run's :class:`~airflow_hetero.operators.run_state.TrainingRun`. A new
+shape; what it records goes into the run's :class:`~airflow_hetero.operators.run_state.TrainingRun`. No step
+writes anything: what is written before the send (the provider's ``S3Operations``, the local code) is written
+after the send phase (:func:`airflow_hetero.operators.submission.submit`), so a refusal writes nothing. A new
 policy is a class here and a place in the tuples (docs/architecture.md, "Adding a pre-submit policy").
 Imported when the task runs, never at DAG parse.
 """
@@ -107,21 +109,22 @@ class NoFallbacks:
 
 
 class BuildRequest:
-    """The request for the name, the task instance's identity stamped on it; before it, the provider's steps
-    (once per walk: the next name after a name race reuses them); the local code to upload."""
+    """The request for the name, the task instance's identity stamped on it; before it, a role name expanded
+    (once per walk: the next name after a name race reuses its ARN); the local code to upload (uploaded, with
+    the provider's ``S3Operations``, only once the send phase passed)."""
 
     def __init__(self, at: StepContext) -> None:
         self.at = at
 
     def apply(self, draft: Draft, identity: TaskIdentity) -> Draft:
-        from airflow_hetero.operators.provider_steps import run_provider_steps
+        from airflow_hetero.operators.provider_steps import expand_role
 
         task, run = self.at.task, self.at.run
         base = task.base_dir()
         job = draft.job
         try:  # a definition, source_dir or config error (JobDefinitionError, SourceDirError: ValueErrors) fails
             if run.steps_role_arn is None:
-                run.steps_role_arn = (run_provider_steps(run.hook, job.steps, base, task.log),)
+                run.steps_role_arn = (expand_role(run.hook, job.steps, task.log),)
             (role_arn,) = run.steps_role_arn
             region = run.hook.conn_region_name
             request = identity.stamp(job.build(job_name=draft.name, region=region, role_arn=role_arn))

@@ -3,7 +3,10 @@ a request's ``RoleArn`` or a definition's ``role``), read and checked by
 :mod:`airflow_hetero.definition.raw_request.provider_config`, as the Amazon provider and the SageMaker SDK do them.
 
 Run only when a new job is submitted, once per try (the next candidate name after a name race reuses
-them): a retry that re-attaches to its running job uploads nothing.
+them): a retry that re-attaches to its running job uploads nothing. The role name is expanded when the
+request is built (its ``RoleArn`` is the ARN); the buckets and uploads run after the request passed every
+pre-submit policy, just before the code upload and the create, so a budget that refuses the request has
+written nothing to S3 (operators/submission.py).
 A service error a retry would meet again (an unknown role, AccessDenied, NoSuchBucket, a bucket in
 another region or of another account) or a local path that is not there fails the task without
 retries, naming the config's field; throttling, 5xx and dropped connections are the task's to retry.
@@ -31,17 +34,21 @@ class _TaskLog(Protocol):
     def info(self, msg: Any, /, *args: Any) -> Any: ...
 
 
-def run_provider_steps(hook: HeteroTrainingHook, steps: ProviderSteps, base_dir: Path, log: _TaskLog) -> str | None:
-    """Expand the role name, create the buckets, upload the paths (relative ones from ``base_dir``, the
-    DAG file's folder); the role's ARN when a name was given (None at once when there is nothing to do)."""
+def expand_role(hook: HeteroTrainingHook, steps: ProviderSteps, log: _TaskLog) -> str | None:
+    """The role's ARN when a role name was given (IAM GetRole: reads only); None without one."""
+    if steps.role_name is None:
+        return None
+    unknown = f"{steps.role_field}: IAM has no role named '{steps.role_name}'"
+    with _step(steps.role_field, f"GetRole {steps.role_name}", {"NoSuchEntity": unknown}):
+        role_arn = hook.role_arn(steps.role_name)
+    log.info("%s: role name %s is %s", steps.role_field, steps.role_name, role_arn)
+    return role_arn
+
+
+def run_s3_operations(hook: HeteroTrainingHook, steps: ProviderSteps, base_dir: Path, log: _TaskLog) -> None:
+    """Create the buckets, upload the paths (relative ones from ``base_dir``, the DAG file's folder)."""
     from airflow_hetero.hooks.training import BucketUnusableError
 
-    role_arn = None
-    if steps.role_name is not None:
-        unknown = f"{steps.role_field}: IAM has no role named '{steps.role_name}'"
-        with _step(steps.role_field, f"GetRole {steps.role_name}", {"NoSuchEntity": unknown}):
-            role_arn = hook.role_arn(steps.role_name)
-        log.info("%s: role name %s is %s", steps.role_field, steps.role_name, role_arn)
     for index, bucket in enumerate(steps.buckets):
         loc = f"{S3_OPERATIONS}.S3CreateBucket[{index}].Bucket"
         with _step(loc, f"bucket {bucket}"):
@@ -56,7 +63,6 @@ def run_provider_steps(hook: HeteroTrainingHook, steps: ProviderSteps, base_dir:
             size = hook.upload_path(path, upload.uri, tar=upload.tar)
         how = " as .tar.gz" if upload.tar else ""
         log.info("S3Operations: uploaded %s%s to %s (%d bytes)", path, how, upload.uri, size)
-    return role_arn
 
 
 @contextmanager

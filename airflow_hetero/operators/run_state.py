@@ -36,6 +36,8 @@ class TrainingRun:
     #: The role ARN the provider steps expanded to (None inside: no role name), once they ran in this walk:
     #: they run at its first submit, and the next candidate name after a name race reuses them.
     steps_role_arn: tuple[str | None] | None = None
+    #: True once the provider's ``S3Operations`` (buckets, uploads) ran in this walk (at its first send).
+    s3_operations_done: bool = False
     #: The training job ``on_kill`` stops (None: none running that this run started or re-attached to).
     active_job_name: str | None = None
     #: Epoch of this run's own CreateTrainingJob ("not found" soon after is eventual consistency).

@@ -3,8 +3,9 @@
 :func:`start` walks the names the task instance may use (first try, then fresh suffixes): a job of a name whose
 identity is another task instance's counts as taken; one of ours is re-attached when it runs or succeeded (and
 ``on_existing_job`` is ``"reattach"``), else the walk goes on; the first free name is submitted, once
-(docs/failure-semantics.md). :func:`submit` runs the pipeline's named and send phases, uploads the local code
-and hands the request to the mode's :class:`JobKind` to send. What differs between the modes (a training job
+(docs/failure-semantics.md). :func:`submit` runs the pipeline's named and send phases, then (the request past
+every policy: a refusal writes nothing) the provider's ``S3Operations`` and the local code upload, and hands
+the request to the mode's :class:`JobKind` to send. What differs between the modes (a training job
 or a service job; how it is found, owned, sent) is the :class:`JobKind`. Imported when the task runs.
 """
 
@@ -66,6 +67,7 @@ def start(
 
     task = at.task
     at.run.steps_role_arn = None  # the provider steps run at this walk's first submit only
+    at.run.s3_operations_done = False
     for name in names:
         found = kind.find(name)
         ours = [f for f in found if kind.owner(f) == identity.digest]
@@ -103,13 +105,19 @@ def start(
 def submit(
     at: StepContext, kind: JobKind, *, pipeline: Pipeline, job: Submittable, name: str, identity: TaskIdentity
 ) -> dict[str, Any]:
-    """The pipeline's named and send phases, the code uploaded, the request sent; the mode's description."""
+    """The pipeline's named and send phases, the provider's S3Operations run and the code uploaded (only then:
+    a refusal of the pipeline or of the payload writes nothing), the request sent; the mode's description."""
     task = at.task
     built = pipeline.build(at, job, name, identity)
     if job.name_note and not task.job_name:
         task.log.warning("%s", job.name_note)
     sent = pipeline.finish(at, built)
     payload = kind.payload(sent, identity)
+    if not at.run.s3_operations_done:  # once per walk: the next name after a name race reuses them
+        from airflow_hetero.operators.provider_steps import run_s3_operations
+
+        run_s3_operations(at.run.hook, job.steps, task.base_dir(), task.log)
+        at.run.s3_operations_done = True
     upload = built.upload
     if upload is not None:
         at.run.hook.upload_bytes(upload.code, upload.uri, upload.extra_args)

@@ -33,8 +33,11 @@ QUEUED_TRAINING_CLASS_PATH = "airflow_hetero.triggers.queue.HeteroQueuedTraining
 KILLED_REASON = "The Airflow task was killed, cleared or marked"
 
 
-async def terminate_service_job(trigger: Any, job_id: str, retry: RetryPolicy) -> None:
-    """TerminateServiceJob through an async Batch client of ``trigger``'s AWS settings."""
+async def terminate_service_job(
+    trigger: HeteroServiceJobTrigger | HeteroQueuedTrainingTrigger, job_id: str, retry: RetryPolicy
+) -> None:
+    """TerminateServiceJob through an async Batch client of ``trigger``'s AWS settings (its
+    :meth:`~airflow_hetero.hooks.aws_settings.AwsSettings.make_batch_hook`)."""
     hook = await asyncio.to_thread(trigger.make_batch_hook)
     async with await hook.async_client() as client:
         try:
@@ -53,16 +56,7 @@ async def terminate_service_job(trigger: Any, job_id: str, retry: RetryPolicy) -
     trigger.log.info("Asked service job %s to terminate (task killed): it stops its training job", job_id)
 
 
-class _BatchSettings(AwsSettings):
-    def make_batch_hook(self) -> Any:
-        from airflow_hetero.hooks.batch import HeteroBatchHook
-
-        return HeteroBatchHook(
-            aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify, config=self.botocore_config
-        )
-
-
-class HeteroServiceJobTrigger(_BatchSettings, BaseTrigger):
+class HeteroServiceJobTrigger(AwsSettings, BaseTrigger):
     """Fire when service job ``job_id`` has a new attempt's training job, or ends.
 
     :param job_id: the service job's id; ``job_name`` and ``job_queue`` (name or ARN) as submitted.
@@ -189,7 +183,7 @@ class HeteroServiceJobTrigger(_BatchSettings, BaseTrigger):
             self.log.warning(CLEANUP_TIMED_OUT, "service job", self.job_name, CLEANUP_TIMEOUT)
 
 
-class HeteroQueuedTrainingTrigger(_BatchSettings, HeteroTrainingTrigger):
+class HeteroQueuedTrainingTrigger(HeteroTrainingTrigger):
     """The training-job trigger for an attempt of service job ``service_job_id``: a kill terminates the service
     job (which stops the training job), so Batch starts no further attempt."""
 

@@ -105,7 +105,7 @@ def test_rule_capacity_attempts_bounds_the_clusters_tried_the_job_as_written_inc
     chain.observe("job-2", describe("Failed", P5, CAPACITY_ERROR))
     assert chain.next() is None  # a third cluster is left, the bound says 2
     error = chain.exhausted_error()
-    assert "capacity_attempts=2 reached" in str(error) and "2 attempts" in str(error)
+    assert "capacity=CapacityFallback(attempts=2) reached" in str(error) and "2 attempts" in str(error)
     assert planned(limit=3).next() is not None
 
 

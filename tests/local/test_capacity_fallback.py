@@ -23,7 +23,7 @@ from airflow_hetero._compat import TaskDeferred
 from airflow_hetero.job.capacity_chain import ATTEMPT_TAG, CLUSTER_TAG, CapacityExhaustedError
 from airflow_hetero.job.outcome import TrainingJobFailedError
 from airflow_hetero.local import LocalEndpoint
-from airflow_hetero.operators import HeteroTrainingOperator
+from airflow_hetero.operators import CapacityFallback, HeteroTrainingOperator
 
 pytestmark = pytest.mark.slow
 
@@ -183,8 +183,8 @@ def test_every_candidate_exhausted_fails_with_one_message(conn: LocalEndpoint, c
 
 def test_capacity_attempts_bounds_the_chain(conn: LocalEndpoint, code_dir: Path) -> None:
     conn.set_capacity({FIRST: 0, SECOND: 0})
-    with pytest.raises(CapacityExhaustedError, match=r"capacity_attempts=2 reached.*2 attempts"):
-        operator(code_dir, capacity_attempts=2).execute(context("bounded-1"))
+    with pytest.raises(CapacityExhaustedError, match=r"capacity=CapacityFallback\(attempts=2\) reached.*2 attempts"):
+        operator(code_dir, capacity=CapacityFallback(attempts=2)).execute(context("bounded-1"))
 
 
 def test_a_failure_not_about_capacity_never_falls_back(conn: LocalEndpoint, code_dir: Path, sm: Any) -> None:

@@ -20,7 +20,7 @@ from support.local_jobkit import host_metric_names, log_lines, put_source, reque
 
 from airflow_hetero._compat import AIRFLOW_V_3
 from airflow_hetero.local import LocalEndpoint
-from airflow_hetero.logs.per_group import natural_key
+from airflow_hetero.logs.per_group import CostSpec, natural_key
 from airflow_hetero.logs.summarize import summarize_training_job
 from airflow_hetero.logs.table import format_table
 
@@ -344,7 +344,9 @@ def test_cli_summarize_prints_the_operators_table_and_verdict(
     summary = summarize_training_job(
         completed_job,
         **clients,
-        prices=lambda types: training_prices(types, "us-east-1", PriceSettings({"ml.c5.xlarge": 0.25}), client=pricing),
+        cost=CostSpec(
+            lambda types: training_prices(types, "us-east-1", PriceSettings({"ml.c5.xlarge": 0.25}), client=pricing)
+        ),
     )
     assert out == f"{format_report(summary)}\n"  # the operator's report: the table, then the verdict
     assert "price of ml.c5.xlarge: 0.25 USD/h (prices=)" in out

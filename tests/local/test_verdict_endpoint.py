@@ -13,6 +13,7 @@ import pytest
 from support.local_jobkit import put_source, request, unique, wait
 
 from airflow_hetero.local import LocalEndpoint
+from airflow_hetero.logs import Thresholds, VerdictSpec
 from airflow_hetero.logs.summarize import summarize_training_job
 from airflow_hetero.logs.verdict import format_verdict
 
@@ -54,7 +55,11 @@ def summary(endpoint: LocalEndpoint) -> dict[str, Any]:
     clients["sagemaker_client"].create_training_job(**request(name, source, groups=GROUPS))
     assert wait(clients["sagemaker_client"], name, timeout=60)["TrainingJobStatus"] == "Completed"
     result = summarize_training_job(
-        name, **clients, verdict_thresholds=THRESHOLDS, capacity_overrides=ONE_CORE, metric_definitions=[]
+        name,
+        **clients,
+        verdict=VerdictSpec(Thresholds.of(THRESHOLDS)),
+        capacity_overrides=ONE_CORE,
+        metric_definitions=[],
     )
     json.dumps(result)
     return result

@@ -12,6 +12,7 @@ from moto import mock_aws
 from support.log_jobs import DescribeOverride
 from support.verdict_jobs import data_and_train, flat, put_job
 
+from airflow_hetero.logs import SeriesSpec, Thresholds, VerdictSpec
 from airflow_hetero.logs.size_limit import json_size
 from airflow_hetero.logs.summarize import summarize_training_job
 from airflow_hetero.logs.table import format_table
@@ -93,7 +94,9 @@ def test_nothing_saturated_and_idle_groups(aws: dict[str, Any]) -> None:
 
 
 def test_thresholds_change_the_verdict(aws: dict[str, Any]) -> None:
-    summary = job(aws, "strict", data_and_train(cpu=80, gpu=45), verdict_thresholds={"busy_percent": 75})
+    summary = job(
+        aws, "strict", data_and_train(cpu=80, gpu=45), verdict=VerdictSpec(Thresholds.of({"busy_percent": 75}))
+    )
     assert summary["verdict"]["bottleneck"] == "data_group"
     assert summary["verdict"]["thresholds"]["busy_percent"] == 75
     default = summarize_training_job(
@@ -143,14 +146,14 @@ def test_no_metrics_no_verdict(aws: dict[str, Any]) -> None:
 
 
 def test_series_points_and_the_size_bound(aws: dict[str, Any]) -> None:
-    summary = job(aws, "coarse", data_and_train(cpu=96, gpu=38), series_points=3)
+    summary = job(aws, "coarse", data_and_train(cpu=96, gpu=38), series=SeriesSpec(points=3))
     series = summary["groups"]["train_group"]["series"]
     assert series["points"] == 3 and series["step_seconds"] >= 200
     tight = job(aws, "tight", data_and_train(cpu=96, gpu=38), max_xcom_bytes=3000)
     assert json_size(tight) <= 3000
     assert tight["verdict"]["bottleneck"] == "data_group"  # the verdict survives the cut
-    with pytest.raises(ValueError, match="series_points must be at least 1"):
-        job(aws, "bad", {}, series_points=0)
+    with pytest.raises(ValueError, match="SeriesSpec: points must be an integer of at least 1, got 0"):
+        job(aws, "bad", {}, series=SeriesSpec(points=0))
 
 
 def test_the_docs_show_what_the_task_log_prints(aws: dict[str, Any]) -> None:

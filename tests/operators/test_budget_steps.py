@@ -1,17 +1,25 @@
 """operators/budget_steps.py without an endpoint: the cap fit_budget writes and each of its refusals (through a
-small fake hook that prices instance types), which stops are the budget's, and failures to tell."""
+small fake hook that prices instance types), which stops are the budget's, and failures to tell; the operator
+against moto: a refusal in direct mode uploads nothing and creates no job."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
+import boto3
 import pytest
+from support.example_jobs import example_job
+from support.moto_jobs import MotoJobs, hetero_request, mocked_jobs
+from support.task_logs import record_logs
 
 from airflow_hetero._compat import AirflowFailException
 from airflow_hetero.job.budget import BUDGET_TAG
 from airflow_hetero.job.outcome import TrainingJobBudgetError, TrainingJobLimitError
+from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.operators.budget_steps import budget_stop, fit_budget
 from airflow_hetero.pricing.price_list import Price, unknown
 from airflow_hetero.pricing.settings import PriceSettings
@@ -163,3 +171,85 @@ def test_a_budget_below_the_minimum_runtime_fails_the_task() -> None:
     ):
         fit(PricingHook(PER_HOUR), 1.0, min_runtime=600)  # buys 98 s - 120 s: nothing
     assert fit(PricingHook(PER_HOUR), 10.0, min_runtime=600)["StoppingCondition"]["MaxRuntimeInSeconds"] >= 600
+
+
+# --- the operator in direct mode: a refusal uploads nothing and creates no job (moto) --------------------------
+
+#: max_cost 0.01 buys about 1 s of the example cluster (2 x ml.c5.xlarge + 1 x ml.p3.2xlarge): below the minimum.
+TOO_SMALL = 0.01
+EXAMPLE_PRICES = {"ml.c5.xlarge": 0.2, "ml.p3.2xlarge": 3.8}
+
+
+@pytest.fixture
+def jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
+    with mocked_jobs(monkeypatch) as jobs:
+        yield jobs
+
+
+def budget_operator(tmp_path: Path, deferrable: bool, **kwargs: Any) -> HeteroTrainingOperator:
+    """A direct-mode task in a DAG file at ``tmp_path`` (relative paths resolve there), priced offline."""
+    from airflow.providers.common.compat.sdk import DAG
+
+    with DAG("budget", schedule=None) as dag:
+        op = HeteroTrainingOperator(
+            task_id="train",
+            aws_conn_id=None,
+            max_cost=TOO_SMALL,
+            prices=PriceSettings.of(EXAMPLE_PRICES, use_pricing_api=False),
+            deferrable=deferrable,
+            print_log=False,
+            check_interval=0.01,
+            **kwargs,
+        )
+    dag.fileloc = str(tmp_path / "dag.py")
+    return op
+
+
+def budget_context() -> dict[str, Any]:
+    return {"ti": MagicMock(dag_id="budget", task_id="train", run_id="r1", map_index=-1), "run_id": "r1"}
+
+
+def refused(op: HeteroTrainingOperator) -> str:
+    with pytest.raises(AirflowFailException) as info:
+        op.execute(budget_context())
+    message = str(info.value)
+    assert message.startswith("Task train: budget: max_cost 0.01 USD") and "minimum useful run of 300 s" in message
+    assert "nothing was submitted" in message
+    return message
+
+
+def s3_keys() -> list[str]:
+    s3 = boto3.client("s3", region_name="us-east-1")
+    return [
+        f"{bucket['Name']}/{item['Key']}"
+        for bucket in s3.list_buckets()["Buckets"]
+        for item in s3.list_objects_v2(Bucket=bucket["Name"]).get("Contents", [])
+    ]
+
+
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_a_refused_budget_uploads_no_local_code_and_creates_no_job(
+    jobs: MotoJobs, tmp_path: Path, deferrable: bool
+) -> None:
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="bucket")  # the job's output_path bucket
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text("print('hello')\n")
+    op = budget_operator(tmp_path, deferrable, job=example_job("budget-job", source_dir="code"))
+    logged = record_logs(op)
+    refused(op)
+    assert s3_keys() == []  # sourcedir.tar.gz was never uploaded
+    assert jobs.calls["CreateTrainingJob"] == 0 and jobs.names() == []
+    assert "Uploaded training code" not in logged.text()
+
+
+def test_a_refused_budget_runs_no_s3_operations_of_a_request(jobs: MotoJobs, tmp_path: Path) -> None:
+    """Request mode: the Amazon provider's S3Operations (a bucket, an upload) wait for the budget too."""
+    (tmp_path / "train.csv").write_text("1,2\n")
+    operations = {
+        "S3CreateBucket": [{"Bucket": "staging-bucket"}],
+        "S3Upload": [{"Path": "train.csv", "Bucket": "staging-bucket", "Key": "in/train.csv", "Tar": False}],
+    }
+    op = budget_operator(tmp_path, False, request=hetero_request("budget-job", S3Operations=operations))
+    refused(op)
+    assert boto3.client("s3", region_name="us-east-1").list_buckets()["Buckets"] == []  # not even the bucket
+    assert jobs.calls["CreateTrainingJob"] == 0 and jobs.names() == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
@@ -491,3 +492,27 @@ def test_a_budget_counts_every_attempt_of_the_task_instances_earlier_service_job
         op.execute({"ti": ti()})  # type: ignore[arg-type]
     # 2 x 1.0 + 1 x 3.0 = 5.0 an hour: the earlier attempt's hour left 5.0 of 10, an hour less the stop window
     assert s.payload["StoppingCondition"]["MaxRuntimeInSeconds"] <= 3600
+
+
+def test_a_refused_budget_runs_no_s3_operations_and_submits_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As in direct mode (test_budget_steps.py): the request's S3Operations wait until the budget let it through."""
+    from support.moto_jobs import hetero_request
+
+    (tmp_path / "train.csv").write_text("1,2\n")
+    operations = {
+        "S3CreateBucket": [{"Bucket": "staging-bucket"}],
+        "S3Upload": [{"Path": str(tmp_path / "train.csv"), "Bucket": "staging-bucket", "Key": "in/train.csv"}],
+    }
+    request = hetero_request("queued-retraining", S3Operations=operations)
+    op = operator(job=None, request=request, max_cost=0.01, prices={"ml.c5.xlarge": 1.0, "ml.p3.2xlarge": 3.0})
+    s = Stubs(op, monkeypatch)
+    written: list[str] = []
+    for method in ("ensure_bucket", "upload_path", "upload_bytes"):
+        monkeypatch.setattr(s.sm, method, lambda *a, _m=method, **k: written.append(_m))
+    with s.b, s.s:
+        s.list_by_name(name_for(0), [])
+        with pytest.raises(AirflowFailException, match=r"^Task train: budget: max_cost 0.01 USD.*nothing was submit"):
+            op.execute({"ti": ti()})  # type: ignore[arg-type]
+    assert written == [] and s.submitted == []

@@ -24,6 +24,7 @@ from support.service_model import check_answer
 from airflow_hetero.local import LocalEndpoint, RunOptions, SpotOptions
 from airflow_hetero.local.api.spot_control import INTERRUPT_PATH, interrupt_job
 from airflow_hetero.local.training.spot import SpotSchedule, billable_seconds
+from airflow_hetero.logs import CostSpec
 from airflow_hetero.logs.summarize import summarize_training_job
 from airflow_hetero.logs.table import format_table
 from airflow_hetero.pricing.price_list import Price
@@ -169,7 +170,7 @@ def test_a_job_interrupted_twice_on_demand_restarts_every_host_from_its_checkpoi
         logs_client=endpoint.client("logs"),
         cloudwatch_client=endpoint.client("cloudwatch"),
         sagemaker_client=sm,
-        prices=prices,
+        cost=CostSpec(prices),
     )
     unbilled = trained - done["BillableTimeInSeconds"]
     for group, instance_type, count in GROUPS:
