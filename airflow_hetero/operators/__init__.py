@@ -8,8 +8,9 @@ from airflow_hetero import lazy_exports
 
 if TYPE_CHECKING:
     from airflow_hetero.job.batch_queue import BatchQueue
+    from airflow_hetero.operators.capacity_argument import CapacityFallback
     from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
-    from airflow_hetero.operators.training import CapacityFallback, HeteroTrainingOperator
+    from airflow_hetero.operators.training import HeteroTrainingOperator
 
 __all__ = ["BatchQueue", "CapacityFallback", "HeteroLogSummaryOperator", "HeteroTrainingOperator"]
 
@@ -17,7 +18,7 @@ __getattr__, __dir__ = lazy_exports(
     globals(),
     {
         "HeteroTrainingOperator": "airflow_hetero.operators.training",
-        "CapacityFallback": "airflow_hetero.operators.training",
+        "CapacityFallback": "airflow_hetero.operators.capacity_argument",
         "HeteroLogSummaryOperator": "airflow_hetero.operators.log_summary",
         "BatchQueue": "airflow_hetero.job.batch_queue",
     },
