@@ -111,8 +111,10 @@ docs: $(STAMP)
 pytest: $(STAMP) $(SDK_STAMP) $(SDK3_STAMP) $(WHEEL_STAMP)
 	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) --limit $(SUITE_LIMIT) pytest $(BIN)/pytest $(PYTEST_ARGS)
 
+# The test files that involve no Airflow (tests/support/airflow_free.py) run in the Airflow 3 suite only.
 pytest-af2: $(AF2_STAMP) $(WHEEL_STAMP)
-	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) --limit $(SUITE_LIMIT) pytest-af2 $(AF2_BIN)/pytest $(PYTEST_ARGS)
+	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) --limit $(SUITE_LIMIT) pytest-af2 $(AF2_BIN)/pytest $(PYTEST_ARGS) \
+		--skip-airflow-free
 
 # A new user's install, resolved (not installed) next to Airflow 2.11 and the latest Airflow 3 by the
 # oldest pip the README names, in a fresh venv that ignores this machine's pip settings (PyPI only).

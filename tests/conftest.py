@@ -66,3 +66,35 @@ def airflow_db() -> None:
         env=os.environ.copy(),
         timeout=300,
     )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--skip-airflow-free",
+        action="store_true",
+        help="deselect the test files of the parts that import no Airflow which involve no Airflow either "
+        "(support/airflow_free.py): `make test` runs them once, in the Airflow 3 suite",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--skip-airflow-free``: leave out what the other suite runs (the deselected count says how many)."""
+    if not config.getoption("--skip-airflow-free"):
+        return
+    from support.airflow_free import AIRFLOW_FREE_PARTS, involves_airflow
+
+    tests = Path(__file__).resolve().parent
+    verdicts: dict[Path, bool] = {}
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        path = item.path.resolve()
+        if path.relative_to(tests).parts[0] not in AIRFLOW_FREE_PARTS:
+            keep.append(item)
+            continue
+        if path not in verdicts:
+            verdicts[path] = involves_airflow(path, tests / "support")
+        (keep if verdicts[path] else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

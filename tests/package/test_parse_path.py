@@ -87,7 +87,8 @@ with DAG("parse_path_capacity", schedule=None) as dag:
     HeteroTrainingOperator(task_id="request_fallbacks", request=request, capacity={"types": fallbacks})
 Serializer.to_dict(dag)
 with_capacity = sorted(set(sys.modules) - before - set(loaded))
-print(json.dumps({"loaded": loaded, "with_capacity": with_capacity, "built": [b for b in built if " airflow_hetero" in b]}))
+ours = [b for b in built if " airflow_hetero" in b]
+print(json.dumps({"loaded": loaded, "with_capacity": with_capacity, "built": ours}))
 """
 
 
