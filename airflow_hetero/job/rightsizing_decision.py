@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.job.rightsizing_evidence import as_map
 
 __all__ = ["ACTIONS", "Action", "Decision", "GroupDecision", "next_run_lines"]
@@ -47,11 +48,29 @@ class GroupDecision:
         move = f"{self.count} -> {self.next_count}" if self.next_count != self.count else f"{self.count}"
         if self.next_type is not None and self.next_type != self.type:
             move = f"{self.count} x {self.type} -> {self.count} x {self.next_type}"
-        numbers = ", ".join(f"{k}={_short(v)}" for k, v in self.figures.items())
+        numbers = ", ".join(f"{k}={_short(k, v)}" for k, v in self.figures.items())
         return f"{self.group}: {self.action} ({move}): {self.reason}" + (f" [{numbers}]" if numbers else "")
 
 
-def _short(value: Any) -> str:
+#: The figures that are amounts of money (printed by :func:`~airflow_hetero.amounts.format_amount`).
+MONEY_FIGURES = frozenset(
+    {
+        "cost",
+        "cost_before",
+        "cost_per_run",
+        "cost_per_run_after",
+        "max_cost",
+        "worst_case",
+        "price_per_hour",
+        "price_per_hour_after",
+    }
+)
+
+
+def _short(name: str, value: Any) -> str:
+    """A figure of the decision's line: an amount as every amount prints, another float in 4 digits."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and name in MONEY_FIGURES:
+        return format_amount(value)
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.logs.accessors import (
     cost_of,
     device_counts_of,
@@ -25,6 +26,7 @@ from airflow_hetero.logs.accessors import (
     unmapped_of,
     verdict_of,
 )
+from airflow_hetero.logs.cost import priced_nonzero
 from airflow_hetero.logs.series import SERIES_METRICS
 from airflow_hetero.logs.shape import Cost, CostHeadline, QueueAttempts, Series, Verdict, VerdictHeadline
 from airflow_hetero.logs.table import PRICE_SOURCES
@@ -198,8 +200,9 @@ def _error_lines(section: Mapping[str, object]) -> str:
     return out + (f'<pre class="errors">{escape(chr(10).join(lines))}</pre>' if lines else "")
 
 
-def _money(value: Any) -> str:
-    return "unknown" if value is None else f"{float(value):.4g}"
+def _money(value: Any, *, known_nonzero: bool = False) -> str:
+    """An amount as every view prints it (:func:`~airflow_hetero.amounts.format_amount`)."""
+    return format_amount(None if value is None else float(value), known_nonzero=known_nonzero)
 
 
 def _cost_table(cost: Cost | CostHeadline) -> str:
@@ -214,10 +217,13 @@ def _cost_table(cost: Cost | CostHeadline) -> str:
     ]
     for name, g in cost["groups"].items():
         reason = f' title="{escape(g["reason"])}"' if "reason" in g else ""
+        per_hour = g["price_per_hour"]
+        waited = _money(g["waiting_cost"], known_nonzero=priced_nonzero(g["waiting_instance_seconds"], per_hour))
         rows.append(
             f"<tr><td>{escape(name)}</td><td>{_num(g['instance_seconds'])}</td><td>{_money(g['price_per_hour'])}</td>"
-            f"<td{reason}>{_money(g['cost'])}</td><td>{_num(g['waiting_instance_seconds'])}</td>"
-            f"<td>{_money(g['waiting_cost'])}</td>"
+            f"<td{reason}>{_money(g['cost'], known_nonzero=priced_nonzero(g['instance_seconds'], per_hour))}</td>"
+            f"<td>{_num(g['waiting_instance_seconds'])}</td>"
+            f"<td>{waited}</td>"
             + (f"<td>{_money(g.get('spot_saving'))}</td>" if spot else "")
             + "</tr>"
         )
