@@ -36,7 +36,11 @@ if TYPE_CHECKING:
 EXIT_INVALID = 2
 EXIT_AWS_ERROR = 1
 #: Subcommand groups living in their own modules: (module, function adding the parser).
-_PLUGINS = (("airflow_hetero.local.cli", "register"), ("airflow_hetero.demo", "register"))
+_PLUGINS = (
+    ("airflow_hetero.local.cli", "register"),
+    ("airflow_hetero.demo", "register"),
+    ("airflow_hetero.plugins.runs_cli", "register"),
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -74,7 +74,7 @@ def _wrap(text: str, width: int = TABLE_WIDTH) -> list[str]:
     return lines or [""]
 
 
-def _grid(rows: list[list[str]], *, wrap_column: int | None = None, width: int = TABLE_WIDTH) -> list[str]:
+def grid(rows: list[list[str]], *, wrap_column: int | None = None, width: int = TABLE_WIDTH) -> list[str]:
     """Aligned columns within ``width``; ``wrap_column``'s comma lists wrap onto continuation lines.
 
     When even that does not fit (very long group names), each row is stacked as ``name: value``
@@ -169,7 +169,7 @@ def cost_lines(cost: Cost | CostHeadline) -> list[str]:
             *([_money(cost.get("spot_saving"))] * spot),
         ]
     )
-    lines = _grid(rows)
+    lines = grid(rows)
     for name, price in cost["prices"].items():
         if price.get("per_hour") is None:
             continue
@@ -221,8 +221,8 @@ def format_table(summary: Mapping[str, object]) -> str:
             ]
         )
         utilisation.append([name, *(_util(util.get(key) if util else None) for key in UTILIZATION_METRICS.values())])
-    lines.extend(_grid(logs, wrap_column=3))
-    lines.extend(_grid(utilisation))
+    lines.extend(grid(logs, wrap_column=3))
+    lines.extend(grid(utilisation))
     note = _utilization_note([utilization_of(group) for group in groups.values()])
     if note:
         lines.extend(_wrap(note))
