@@ -310,9 +310,9 @@ def _rightsizing(view: Any) -> str:
     return f'<div class="verdict"><b>{escape(head)}</b><ul>{items}</ul></div>'
 
 
-def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
-    """The whole page for one task instance's summary (``where`` names the task instance);
-    a short explanation when the task pushed no summary."""
+def render_page(summary: Mapping[str, Any] | None, *, where: str, runs_href: str | None = None) -> str:
+    """The whole page for one task instance's summary (``where`` names the task instance, ``runs_href`` links its
+    task's Runs view); a short explanation when the task pushed no summary."""
     head = f'<!doctype html><html><head><meta charset="utf-8"><title>Instance groups</title><style>{STYLE}</style>'
     head += "</head><body>"
     if not isinstance(summary, Mapping) or not isinstance(summary.get("groups"), Mapping):
@@ -358,8 +358,9 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     truncated = truncated_of(summary).get("series")
     if truncated:
         body.append(f'<p class="muted">Series cut to fit the XCom bound: {escape(str(truncated))}</p>')
+    runs = f' <a href="{escape(runs_href)}">Runs of this task</a>.' if runs_href else ""
     body.append(
         f'<p class="muted">{escape(where)}. Per device (% of all vCPUs / GPUs): the summary divided '
-        "SageMaker's CPU and GPU figures by the instance's vCPUs or GPUs.</p></body></html>"
+        f"SageMaker's CPU and GPU figures by the instance's vCPUs or GPUs.{runs}</p></body></html>"
     )
     return head + "".join(body)

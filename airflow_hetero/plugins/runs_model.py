@@ -255,3 +255,11 @@ class RunRow:
     def has(self, kind: str) -> bool:
         """Whether the run carries a marker of ``kind``."""
         return any(m.kind == kind for m in self.markers)
+
+
+def group_names(rows: Sequence[RunRow]) -> list[str]:
+    """Every group of ``rows``, in the order they first appear."""
+    names: list[str] = []
+    for row in rows:
+        names.extend(g.name for g in row.groups if g.name not in names)
+    return names

@@ -9,7 +9,7 @@ from airflow_hetero.logs.table import grid
 from airflow_hetero.logs.text import strip_control
 from airflow_hetero.plugins.run_rows import duration_text
 from airflow_hetero.plugins.runs_history import RunHistory
-from airflow_hetero.plugins.runs_model import MARKERS, RunRow
+from airflow_hetero.plugins.runs_model import MARKERS, RunRow, group_names
 
 #: Columns of a terminal the table fits in (wider tables stack each run as ``column: value`` lines).
 WIDTH = 140
@@ -19,13 +19,6 @@ def _verdict(row: RunRow) -> str:
     if row.verdict_kind is None:
         return "-"
     return f"{row.verdict_kind}: {row.bottleneck}" if row.bottleneck else row.verdict_kind
-
-
-def _group_names(history: RunHistory) -> list[str]:
-    names: list[str] = []
-    for row in history.runs:
-        names.extend(g.name for g in row.groups if g.name not in names)
-    return names
 
 
 def _line(row: RunRow, names: list[str]) -> list[str]:
@@ -57,7 +50,7 @@ def _said(row: RunRow) -> list[str]:
 
 def format_runs(history: RunHistory) -> str:
     """The page of runs for a terminal (see the module docstring)."""
-    names = _group_names(history)
+    names = group_names(history.runs)
     currency = next((row.currency for row in history.runs if row.currency), "USD")
     header = ["date", "status", "length", f"cost {currency}", "waiting", *names, "verdict", "marks"]
     lines = [f"Runs of {history.training_task or history.task_id} in {history.dag_id}: {history.headline}"]
