@@ -145,9 +145,9 @@ def _decision(run_id: str, data_count: int, changed: bool) -> dict[str, Any]:
     }
 
 
-def run_xcoms(index: int, count: int) -> RunXComs:
+def run_xcoms(index: int, count: int, first: datetime = FIRST_RUN) -> RunXComs:
     """Run ``index`` (0: the oldest) of ``count``: see the module docstring."""
-    date = FIRST_RUN + timedelta(days=7 * index)
+    date = first + timedelta(days=7 * index)
     run_id = f"scheduled__{date:%Y-%m-%dT%H:%M:%S}+00:00"
     data_count = 2 if index < count // 2 else 4
     fallback, spot, queued = index % 7 == 3, index % 5 == 1, index % 6 == 2
@@ -267,6 +267,6 @@ def run_xcoms(index: int, count: int) -> RunXComs:
     return RunXComs(run_id, date.isoformat(), state, values)
 
 
-def retraining_runs(count: int = 30) -> list[RunXComs]:
-    """``count`` runs, newest first (as a page of the view holds them)."""
-    return [run_xcoms(index, count) for index in reversed(range(count))]
+def retraining_runs(count: int = 30, first: datetime = FIRST_RUN) -> list[RunXComs]:
+    """``count`` runs a week apart from ``first``, newest first (as a page of the view holds them)."""
+    return [run_xcoms(index, count, first) for index in reversed(range(count))]

@@ -138,7 +138,7 @@ def chart(history: RunHistory, colours: Mapping[str, str], current_run: str | No
     ).replace(f'id="w{len(colours)}"', 'id="wo"')
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" role="img" '
-        f'viewBox="0 0 {width} {HEIGHT}" class="runs-chart"><defs>{defs}</defs>'
+        f'viewBox="0 0 {width} {HEIGHT}" class="runs-chart" style="max-width:100%;height:auto"><defs>{defs}</defs>'
         f'<rect x="{LEFT}" y="{TOP}" width="{width - LEFT - RIGHT}" height="{plot_h}" fill="#fbfdff" stroke="#cbd5e0"/>'
     ]
     for tick in (0, 0.2, 0.4, 0.6, 0.8, 1):
@@ -233,7 +233,7 @@ def _row(row: RunRow, current_run: str | None) -> str:
     css = ' class="current"' if row.run_id == current_run else ""
     return (
         f"<tr{css}><td>{escape((row.date or '-')[:10])}<br><span class='muted'>{escape(row.run_id)}</span></td>"
-        f"<td>{escape(row.status or '-')}</td>"
+        f"<td>{escape(row.status or '-')}<br><span class='muted'>{escape(row.job or 'no job')}</span></td>"
         f"<td>{duration_text(row.seconds) if row.seconds is not None else '-'}</td><td>{cost}</td>"
         f"<td>{_groups_cell(row)}</td><td>{decision}</td><td>{marks or '-'}</td>"
         f"<td>{escape(row.verdict or '-')}{missing}</td></tr>"
