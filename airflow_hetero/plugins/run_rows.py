@@ -23,7 +23,7 @@ from airflow_hetero.logs.accessors import (
     verdict_of,
 )
 from airflow_hetero.logs.report import capacity_lines
-from airflow_hetero.logs.shape import CapacityAttempt, Cost, CostHeadline, QueueAttempts
+from airflow_hetero.logs.shape import CapacityAttempt, Cost, CostHeadline, QueueAttempts, Verdict, VerdictHeadline
 from airflow_hetero.plugins.runs_model import (
     ENDED_BADLY,
     MARKER_KINDS,
@@ -76,6 +76,7 @@ class Pushed:
     decision: Mapping[str, Any] | None
     budget_stop: Mapping[str, Any] | None
     cost: Cost | CostHeadline | None
+    verdict: Verdict | VerdictHeadline | None
 
     @classmethod
     def of(cls, run: RunXComs, pair: TaskPair) -> Pushed:
@@ -100,6 +101,7 @@ class Pushed:
             [],
         )
         cost = cost_of(summary or {}) or cost_of({"cost": get(pair.summary, COST_XCOM_KEY)})
+        verdict = verdict_of(summary or {}) or verdict_of({"verdict": get(pair.summary, VERDICT_XCOM_KEY)})
         return cls(
             result,
             summary,
@@ -110,6 +112,7 @@ class Pushed:
             _map(get(pair.training, RIGHTSIZING_XCOM_KEY)) or _map((result or {}).get("rightsizing")),
             _map(get(pair.training, BUDGET_STOP_XCOM_KEY)),
             cost,
+            verdict,
         )
 
     def first(self, key: str) -> Any:
@@ -131,9 +134,7 @@ def run_row(run: RunXComs, pair: TaskPair) -> RunRow:
         row.currency = pushed.cost["currency"]
         row.cost, row.waiting_cost = pushed.cost.get("total"), pushed.cost.get("waiting")
         row.spot_saving = _number(pushed.cost.get("spot_saving"))
-    verdict = verdict_of(pushed.summary or {}) or verdict_of(
-        {"verdict": run.values.get((pair.summary, VERDICT_XCOM_KEY)) if pair.summary else None}
-    )
+    verdict = pushed.verdict
     if verdict is not None:
         row.verdict, row.verdict_kind, row.bottleneck = (
             verdict.get("message"),
@@ -302,7 +303,7 @@ def _missing(pair: TaskPair, pushed: Pushed) -> list[str]:
     missing = []
     if pushed.result is None and pushed.job is not None:
         missing.append("no result from the training task (it failed, or still runs)")
-    if pair.summary is not None and pushed.summary is None:
+    if pair.summary is not None and pushed.summary is None and pushed.cost is None and pushed.verdict is None:
         missing.append("no summary (the summary task did not run, or pushed none)")
     elif pushed.summary is not None and is_skeleton(pushed.summary):
         missing.append("summary cut to its skeleton to fit max_xcom_bytes: no cost, no verdict")

@@ -13,7 +13,6 @@ summary cut to fit XCom's bound) it says in ``missing`` and shows the rest. Summ
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -148,16 +147,20 @@ def _summarised(runs: Sequence[RunXComs], task: str) -> dict[str, str]:
 def pair_tasks(runs: Sequence[RunXComs], task_id: str) -> TaskPair:
     """The training task and its summary task, ``task_id`` being either (a task that is no summary task is taken
     for the training task, even in runs it pushed nothing): the other is the task whose job names match in the
-    most runs (a DAG may hold several pairs)."""
+    most runs (a DAG may hold several pairs), else the one that pushed beside it in the most runs (a summary whose
+    result was not read names no job)."""
     tasks = {task for run in runs for task, _ in run.values}
     trainers = {t for run in runs for t, key in run.values if key == JOB_NAME_XCOM_KEY}
     summaries = {t for t in tasks if _summarised(runs, t)} | {
         t for run in runs for t, key in run.values if key in (VERDICT_XCOM_KEY, COST_XCOM_KEY)
     }
 
+    def beside(other: str) -> int:
+        return sum(1 for run in runs if {t for t, _ in run.values} >= {task_id, other})
+
     def best(candidates: Iterable[str], agree: Any) -> str | None:
-        score = Counter({c: agree(c) for c in sorted(candidates) if c != task_id})
-        found = [c for c, n in score.most_common() if n > 0]
+        score = {c: (agree(c), beside(c)) for c in sorted(candidates) if c != task_id}
+        found = sorted((c for c, n in score.items() if n > (0, 0)), key=lambda c: score[c], reverse=True)
         return found[0] if found else None
 
     if task_id in trainers or task_id not in summaries:

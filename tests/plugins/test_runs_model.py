@@ -141,7 +141,7 @@ def test_either_task_finds_its_partner_among_several_pairs() -> None:
     assert pair_tasks(runs, "summarize_b") == TaskPair("train_b", "summarize_b")
     assert pair_tasks(runs, "week") == TaskPair("week", None)  # pushed nothing of ours: taken for a training task
     only_keys = [run({("train", "training_job_name"): "a-1", ("summarize", "verdict"): {"kind": "x"}})]
-    assert pair_tasks(only_keys, "summarize") == TaskPair(None, "summarize")  # no job name to match
+    assert pair_tasks(only_keys, "summarize") == TaskPair("train", "summarize")  # no name to match: the one beside
 
 
 def test_a_whole_run_row() -> None:
