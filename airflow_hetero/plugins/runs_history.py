@@ -16,7 +16,7 @@ from typing import Any
 
 from airflow_hetero.amounts import format_amount
 from airflow_hetero.plugins.run_rows import duration_text, percent, run_row
-from airflow_hetero.plugins.runs_model import DEFAULT_LIMIT, RunRow, RunXComs, TaskPair, pair_tasks
+from airflow_hetero.plugins.runs_model import DEFAULT_LIMIT, RunRow, RunXComs, TaskPair, currency_of, pair_tasks
 
 
 @dataclass
@@ -137,7 +137,7 @@ def headline(rows: Sequence[RunRow], *, page: int = 1) -> str:
     if not rows:
         return "no runs"
     oldest_first = list(reversed(rows))
-    currency = next((row.currency for row in rows if row.currency), "USD")
+    currency = currency_of(rows)
     parts = [
         _cost_part(oldest_first, currency),
         _count(rows, "capacity", "capacity fallback", "capacity fallbacks"),

@@ -266,3 +266,8 @@ def group_names(rows: Sequence[RunRow]) -> list[str]:
     for row in rows:
         names.extend(g.name for g in row.groups if g.name not in names)
     return names
+
+
+def currency_of(rows: Sequence[RunRow]) -> str:
+    """The currency the runs' costs are in (the first run that says; ``""`` when none has a cost)."""
+    return next((row.currency for row in rows if row.currency), "")

@@ -21,7 +21,7 @@ from airflow_hetero.logs.cost import priced_nonzero
 from airflow_hetero.plugins.page import STYLE, time_ticks
 from airflow_hetero.plugins.run_rows import duration_text
 from airflow_hetero.plugins.runs_history import RunHistory
-from airflow_hetero.plugins.runs_model import MARKERS, GroupRow, RunRow, group_names
+from airflow_hetero.plugins.runs_model import MARKERS, GroupRow, RunRow, currency_of, group_names
 
 #: Colours of the instance groups, in the order they first appear (SageMaker allows five).
 GROUP_COLOURS = ("#4c78a8", "#f2a93b", "#59a14f", "#b07aa1", "#9c755f")
@@ -150,7 +150,7 @@ def chart(history: RunHistory, colours: Mapping[str, str], current_run: str | No
         )
     for frac, label in time_ticks(length_top):
         parts.append(f'<text x="{width - RIGHT + 4}" y="{base - plot_h * frac + 4:.1f}" font-size="10">{label}</text>')
-    currency = next((r.currency for r in runs if r.currency), "USD")
+    currency = currency_of(runs) or "cost"
     parts.append(
         f'<text x="{LEFT - 4}" y="{TOP - 4 * 16 - 6}" font-size="11" text-anchor="end">{escape(currency)}</text>'
     )

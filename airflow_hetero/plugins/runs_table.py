@@ -9,7 +9,7 @@ from airflow_hetero.logs.table import grid
 from airflow_hetero.logs.text import strip_control
 from airflow_hetero.plugins.run_rows import duration_text
 from airflow_hetero.plugins.runs_history import RunHistory
-from airflow_hetero.plugins.runs_model import MARKERS, RunRow, group_names
+from airflow_hetero.plugins.runs_model import MARKERS, RunRow, currency_of, group_names
 
 #: Columns of a terminal the table fits in (wider tables stack each run as ``column: value`` lines).
 WIDTH = 140
@@ -51,8 +51,8 @@ def _said(row: RunRow) -> list[str]:
 def format_runs(history: RunHistory) -> str:
     """The page of runs for a terminal (see the module docstring)."""
     names = group_names(history.runs)
-    currency = next((row.currency for row in history.runs if row.currency), "USD")
-    header = ["date", "status", "length", f"cost {currency}", "waiting", *names, "verdict", "marks"]
+    cost = f"cost {currency_of(history.runs)}".rstrip()
+    header = ["date", "status", "length", cost, "waiting", *names, "verdict", "marks"]
     lines = [f"Runs of {history.training_task or history.task_id} in {history.dag_id}: {history.headline}"]
     lines += [f"note: {note}" for note in history.notes]
     if history.runs:
