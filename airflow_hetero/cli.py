@@ -36,7 +36,11 @@ if TYPE_CHECKING:
 EXIT_INVALID = 2
 EXIT_AWS_ERROR = 1
 #: Subcommand groups living in their own modules: (module, function adding the parser).
-_PLUGINS = (("airflow_hetero.local.cli", "register"), ("airflow_hetero.demo", "register"))
+_PLUGINS = (
+    ("airflow_hetero.local.cli", "register"),
+    ("airflow_hetero.demo", "register"),
+    ("airflow_hetero.plugins.runs_cli", "register"),
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -401,6 +405,7 @@ def budget_of(args: argparse.Namespace, request: dict[str, Any]) -> tuple[Budget
 def _cost(args: argparse.Namespace) -> int:
     """Each group's price per hour, the cluster's, the worst case at its MaxRuntime (and with ``--max-cost``,
     at the budget's cap)."""
+    from airflow_hetero.amounts import format_amount
     from airflow_hetero.job.budget import hourly_rate, requested_runtime
     from airflow_hetero.job.resource_config import instance_groups
     from airflow_hetero.sagemaker_facts import STOP_SIGNAL_WINDOW_SECONDS
@@ -417,18 +422,18 @@ def _cost(args: argparse.Namespace) -> int:
         if price.per_hour is None:
             print(f"  {group.name:<{width}}  {group.instance_count} x {group.instance_type}: no price: {price.reason}")
             continue
-        each = f"{price.per_hour:.4f} each ({price.source or 'price list'})"
-        total = group.instance_count * price.per_hour
-        print(f"  {group.name:<{width}}  {group.instance_count} x {group.instance_type}: {total:.4f}/hour, {each}")
+        each = f"{format_amount(price.per_hour)} each ({price.source or 'price list'})"
+        total = format_amount(group.instance_count * price.per_hour)
+        print(f"  {group.name:<{width}}  {group.instance_count} x {group.instance_type}: {total}/hour, {each}")
     if any(prices[g.instance_type or ""].per_hour is None for g in groups):
         print("  worst case unknown: a budget never guesses a price (give --price TYPE=PRICE)", file=sys.stderr)
         return EXIT_INVALID
     rate = hourly_rate(groups, {name: price.per_hour for name, price in prices.items()})
     runtime = requested_runtime(request)
     worst = rate * (runtime + STOP_SIGNAL_WINDOW_SECONDS) / 3600
-    print(f"  cluster: {rate:.4f} {currency}/hour")
+    print(f"  cluster: {format_amount(rate)} {currency}/hour")
     window = f"{STOP_SIGNAL_WINDOW_SECONDS} s stop window"
-    print(f"  worst case: {worst:.4f} {currency} (MaxRuntimeInSeconds {runtime} + {window})")
+    print(f"  worst case: {format_amount(worst)} {currency} (MaxRuntimeInSeconds {runtime} + {window})")
     plan, refusal = budget_of(args, request)
     if refusal is not None:
         print(f"  {refusal}", file=sys.stderr)

@@ -21,3 +21,9 @@ VERDICT_XCOM_KEY = "verdict"
 COST_XCOM_KEY = "cost"
 #: Training task and sensor: the job's console links (the extra links read it).
 LINKS_XCOM_KEY = "hetero_training_job"
+#: Training task and summary task: Airflow's own key of what a task returns (the training task's result dict, the
+#: summary task's whole summary); the Runs view reads it with the keys above.
+RESULT_XCOM_KEY = "return_value"
+#: Training task with a budget (``max_cost``): SageMaker stopped its job at the runtime cap the budget set
+#: (``{"job_name", "message"}``), pushed before the task fails; the Runs view marks the run with it.
+BUDGET_STOP_XCOM_KEY = "budget_stop"

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import hostile_definitions, import_cost, log_summary, parse_fork, print_log, queue_triggerer, triggerer
+from benchmarks import (
+    hostile_definitions,
+    import_cost,
+    log_summary,
+    parse_fork,
+    print_log,
+    queue_triggerer,
+    runs_page,
+    triggerer,
+)
 
 
 def main() -> int:
@@ -22,6 +31,8 @@ def main() -> int:
     status = status or queue_triggerer.main([])
     print()
     status = status or log_summary.main([])
+    print()
+    status = status or runs_page.main([])
     print()
     return status or hostile_definitions.main([])
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.job.identity import TAG_PREFIX
 from airflow_hetero.job.resource_config import GroupSpec, instance_groups
 from airflow_hetero.sagemaker_facts import DEFAULT_MAX_RUNTIME_SECONDS, STOP_SIGNAL_WINDOW_SECONDS
@@ -134,9 +135,9 @@ class BudgetPlan:
             f" (lowered from {self.requested_runtime})" if self.lowered else " (the job's own)"
         )
         return (
-            f"Budget: cluster {self.per_hour:.4f} {currency}/hour; max_cost {self.max_cost:g} {currency}, "
-            f"spent by earlier attempts {self.spent:.4f}, left {self.left:.4f}; worst case "
-            f"{self.worst_case:.4f} {currency} at {cap} + {self.stop_window} s stop window"
+            f"Budget: cluster {format_amount(self.per_hour)} {currency}/hour; max_cost {self.max_cost:g} {currency}, "
+            f"spent by earlier attempts {format_amount(self.spent)}, left {format_amount(self.left)}; worst case "
+            f"{format_amount(self.worst_case)} {currency} at {cap} + {self.stop_window} s stop window"
         )
 
 
@@ -159,10 +160,11 @@ def plan_budget(
         afford = "nothing" if cap <= 0 else f"{cap} s"
         need = per_hour * (min_runtime + stop_window) / _HOUR
         raise BudgetError(
-            f"max_cost {max_cost:g} {currency}: {left:.4f} left after earlier attempts ({spent:.4f} spent) buys "
-            f"{afford} of this cluster at {per_hour:.4f} {currency}/hour after the {stop_window} s stop window, "
-            f"below the minimum useful run of {min_runtime} s (budget_min_runtime_seconds): it needs "
-            f"{need:.4f} {currency} left; nothing was submitted"
+            f"max_cost {max_cost:g} {currency}: {format_amount(left)} left after earlier attempts "
+            f"({format_amount(spent)} spent) buys {afford} of this cluster at {format_amount(per_hour)} "
+            f"{currency}/hour after the {stop_window} s stop window, below the minimum useful run of "
+            f"{min_runtime} s (budget_min_runtime_seconds): it needs {format_amount(need)} {currency} left; "
+            "nothing was submitted"
         )
     return BudgetPlan(max_cost, spent, per_hour, requested, cap, stop_window)
 

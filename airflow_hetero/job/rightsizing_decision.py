@@ -9,9 +9,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.job.rightsizing_evidence import as_map
 
-__all__ = ["ACTIONS", "Action", "Decision", "GroupDecision", "next_run_lines"]
+__all__ = ["ACTIONS", "Action", "Decision", "GroupDecision", "group_decision_of", "next_run_lines"]
 
 Action = Literal["kept", "changed", "undone", "refused_bound", "refused_budget"]
 #: Every action a group decision may take.
@@ -42,16 +43,39 @@ class GroupDecision:
         """What the group would go to: its next count, or its next type."""
         return str(self.next_type) if self.next_type != self.type else str(self.next_count)
 
+    @property
+    def move(self) -> str:
+        """``2 -> 4``, ``1 x ml.g5.xlarge -> 1 x ml.g5.2xlarge``, or the count kept (``2``)."""
+        if self.next_type is not None and self.next_type != self.type:
+            return f"{self.count} x {self.type} -> {self.count} x {self.next_type}"
+        return f"{self.count} -> {self.next_count}" if self.next_count != self.count else f"{self.count}"
+
     def line(self) -> str:
         """The decision as one line of the task log."""
-        move = f"{self.count} -> {self.next_count}" if self.next_count != self.count else f"{self.count}"
-        if self.next_type is not None and self.next_type != self.type:
-            move = f"{self.count} x {self.type} -> {self.count} x {self.next_type}"
-        numbers = ", ".join(f"{k}={_short(v)}" for k, v in self.figures.items())
+        move = self.move
+        numbers = ", ".join(f"{k}={_short(k, v)}" for k, v in self.figures.items())
         return f"{self.group}: {self.action} ({move}): {self.reason}" + (f" [{numbers}]" if numbers else "")
 
 
-def _short(value: Any) -> str:
+#: The figures that are amounts of money (printed by :func:`~airflow_hetero.amounts.format_amount`).
+MONEY_FIGURES = frozenset(
+    {
+        "cost",
+        "cost_before",
+        "cost_per_run",
+        "cost_per_run_after",
+        "max_cost",
+        "worst_case",
+        "price_per_hour",
+        "price_per_hour_after",
+    }
+)
+
+
+def _short(name: str, value: Any) -> str:
+    """A figure of the decision's line: an amount as every amount prints, another float in 4 digits."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and name in MONEY_FIGURES:
+        return format_amount(value)
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
@@ -96,12 +120,16 @@ def next_run_lines(state: Mapping[str, Any]) -> list[str]:
     lines = [head + f" ({state.get('evidence')} run(s) of evidence)"]
     if state.get("reset"):
         lines.append(f"  evidence reset: {state['reset']}")
-    for g in state.get("groups") or []:
-        decision = GroupDecision(**{k: g[k] for k in ("group", "action", "count", "next_count", "reason")})
-        decision.figures = dict(g.get("figures") or {})
-        decision.type, decision.next_type = g.get("type"), g.get("next_type")
-        lines.append(f"  {decision.line()}")
+    lines.extend(f"  {group_decision_of(g).line()}" for g in state.get("groups") or [])
     return lines
+
+
+def group_decision_of(kept: Mapping[str, Any]) -> GroupDecision:
+    """A group's decision kept as plain JSON (XCom's ``groups`` of a decision), as the object that says it."""
+    decision = GroupDecision(**{k: kept[k] for k in ("group", "action", "count", "next_count", "reason")})
+    decision.figures = dict(kept.get("figures") or {})
+    decision.type, decision.next_type = kept.get("type"), kept.get("next_type")
+    return decision
 
 
 def _cluster(counts: Any, types: Any, written: Any) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.definition.rightsizing import RightSizing
 from airflow_hetero.job.rightsizing_decision import Action, GroupDecision
 from airflow_hetero.job.rightsizing_evidence import at_cluster, busy_in, count_in, signal_of, type_in
@@ -145,11 +146,14 @@ def _priced(ctx: Context, group: str, after: int, last: Mapping[str, Any], grow:
             "refused_budget",
             count,
             count,
-            f"{after} instances could cost {worst:.4g} > max_cost",
+            f"{after} instances could cost {format_amount(worst)} > max_cost",
             figures=figures,
         )
     if grow and ctx.policy.objective == "cost" and cost_after > cost_now * (1 + ctx.policy.tolerance):
-        why = f"{after} instances would make a run cost more ({cost_now:.4g} -> {cost_after:.4g}): objective cost"
+        why = (
+            f"{after} instances would make a run cost more ({format_amount(cost_now)} -> {format_amount(cost_after)}):"
+            " objective cost"
+        )
         return GroupDecision(group, "kept", count, count, why, figures=figures)
     return GroupDecision(group, "changed", count, after, "", figures=figures)
 
@@ -198,7 +202,7 @@ def _type_move(ctx: Context, direction: str, streak: Sequence[Mapping[str, Any]]
     base.figures.update(cost_per_run=round(rate_now * seconds / _HOUR, 6), cost_per_run_after=round(worst, 6))
     if ctx.max_cost is not None and worst > ctx.max_cost:
         base.figures.update(max_cost=ctx.max_cost, worst_case=round(worst, 6))
-        over = f"{step.to} could cost {worst:.4g} > max_cost"
+        over = f"{step.to} could cost {format_amount(worst)} > max_cost"
         return GroupDecision(group, "refused_budget", count, count, over, base.signals, base.figures, current, current)
     return GroupDecision(group, "changed", count, count, why, base.signals, base.figures, current, step.to)
 

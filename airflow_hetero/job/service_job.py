@@ -20,6 +20,7 @@ __all__ = [
     "identity_of_service_job",
     "is_final",
     "latest_training_job",
+    "queued_seconds",
     "service_job_result",
     "state_line",
     "training_job_name",
@@ -118,4 +119,16 @@ def service_job_result(service_job: Mapping[str, Any]) -> dict[str, Any]:
         "status": service_job.get("status"),
         "status_reason": service_job.get("statusReason"),
         "attempts": attempt_training_jobs(service_job),
+        "queued_seconds": queued_seconds(service_job),
     }
+
+
+def queued_seconds(service_job: Mapping[str, Any]) -> float | None:
+    """How long the service job waited in its queue: from its ``createdAt`` to its first attempt's ``startedAt``
+    (Batch's times are in milliseconds); None before an attempt started, or when Batch did not say."""
+    attempts = [a for a in service_job.get("attempts") or [] if isinstance(a, Mapping)]
+    first = attempts[0] if attempts else service_job.get("latestAttempt")
+    created, started = service_job.get("createdAt"), (first or {}).get("startedAt")
+    if not isinstance(created, int | float) or not isinstance(started, int | float) or started < created:
+        return None
+    return round((started - created) / 1000, 3)

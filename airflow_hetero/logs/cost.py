@@ -128,6 +128,12 @@ def job_cost(
     return out
 
 
+def priced_nonzero(instance_seconds: float | None, per_hour: float | None) -> bool:
+    """Whether an amount priced from ``instance_seconds`` at ``per_hour`` cannot be 0: a stored 0 of it was
+    rounded away by an older release (``format_amount(..., known_nonzero=...)`` then reads it ``< 0.0001``)."""
+    return bool(instance_seconds) and bool(per_hour)
+
+
 def _hourly(groups: Mapping[str, GroupSummary], prices: Mapping[str, Price]) -> float | None:
     """The cluster's cost per hour: every group's count x price (None when one is unknown)."""
     return cluster_hourly([(g.get("instance_type"), g.get("instance_count", 0)) for g in groups.values()], prices)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero.job.resource_config import stated_groups
-from airflow_hetero.pricing.billing import billed_cost
+from airflow_hetero.pricing.billing import billed_cost, money
 from airflow_hetero.pricing.price_list import Price
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def earlier_attempts(
 
 
 def _sum(values: Sequence[float | None]) -> float | None:
-    return None if any(v is None for v in values) else round(sum(v or 0.0 for v in values), 4)
+    return None if any(v is None for v in values) else money(sum(v or 0.0 for v in values))
 
 
 def queue_attempts(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.logs.accessors import (
     capacity_attempts_of,
     groups_of,
@@ -72,7 +73,8 @@ def capacity_lines(summary: Mapping[str, object]) -> list[str]:
 
 
 def _amount(value: float | None, currency: str) -> str:
-    return f"{value:.2f} {currency}" if value is not None else "unknown"
+    """``1.224 USD``, or ``unknown`` (:func:`~airflow_hetero.amounts.format_amount`)."""
+    return "unknown" if value is None else f"{format_amount(value)} {currency}"
 
 
 def queue_lines(summary: Mapping[str, object]) -> list[str]:

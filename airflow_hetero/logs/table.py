@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.logs.accessors import (
     cost_of,
     error_samples_of,
@@ -16,6 +17,7 @@ from airflow_hetero.logs.accessors import (
     unmapped_of,
     utilization_of,
 )
+from airflow_hetero.logs.cost import priced_nonzero
 from airflow_hetero.logs.shape import UTILIZATION_METRICS, Cost, CostHeadline, Utilization, UtilizationStat
 from airflow_hetero.logs.text import strip_control
 
@@ -72,7 +74,7 @@ def _wrap(text: str, width: int = TABLE_WIDTH) -> list[str]:
     return lines or [""]
 
 
-def _grid(rows: list[list[str]], *, wrap_column: int | None = None, width: int = TABLE_WIDTH) -> list[str]:
+def grid(rows: list[list[str]], *, wrap_column: int | None = None, width: int = TABLE_WIDTH) -> list[str]:
     """Aligned columns within ``width``; ``wrap_column``'s comma lists wrap onto continuation lines.
 
     When even that does not fit (very long group names), each row is stacked as ``name: value``
@@ -122,8 +124,9 @@ def _stacked(rows: list[list[str]], width: int) -> list[str]:
 PRICE_SOURCES = {"override": "prices=", "pricing_api": "Price List API", "cache": "Price List API, cached"}
 
 
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+def _money(value: float | None, *, known_nonzero: bool = False) -> str:
+    """An amount in the cost table (:func:`~airflow_hetero.amounts.format_amount`); ``-`` when there is none."""
+    return "-" if value is None else format_amount(value, known_nonzero=known_nonzero)
 
 
 def _seconds(value: float | None) -> str:
@@ -144,26 +147,29 @@ def cost_lines(cost: Cost | CostHeadline) -> list[str]:
                 name,
                 _seconds(g["instance_seconds"]),
                 _money(g["price_per_hour"]),
-                "unknown" if g["cost"] is None else _money(g["cost"]),
+                format_amount(g["cost"], known_nonzero=priced_nonzero(g["instance_seconds"], g["price_per_hour"])),
                 _seconds(g["waiting_instance_seconds"]),
-                _money(g["waiting_cost"]),
+                _money(
+                    g["waiting_cost"], known_nonzero=priced_nonzero(g["waiting_instance_seconds"], g["price_per_hour"])
+                ),
                 *([_money(g.get("spot_saving"))] * spot),
             ]
         )
     seconds = [g["instance_seconds"] for g in cost["groups"].values()]
+    priced = [(g["instance_seconds"], g["price_per_hour"]) for g in cost["groups"].values()]
     waiting = [g["waiting_instance_seconds"] for g in cost["groups"].values()]
     rows.append(
         [
             "total",
             _seconds(sum(s for s in seconds if s is not None)) if None not in seconds else "-",
             "",
-            "unknown" if cost["total"] is None else _money(cost["total"]),
+            format_amount(cost["total"], known_nonzero=any(priced_nonzero(*g) for g in priced)),
             _seconds(round(sum(w for w in waiting if w is not None), 1)) if None not in waiting else "-",
             _money(cost["waiting"]),
             *([_money(cost.get("spot_saving"))] * spot),
         ]
     )
-    lines = _grid(rows)
+    lines = grid(rows)
     for name, price in cost["prices"].items():
         if price.get("per_hour") is None:
             continue
@@ -215,8 +221,8 @@ def format_table(summary: Mapping[str, object]) -> str:
             ]
         )
         utilisation.append([name, *(_util(util.get(key) if util else None) for key in UTILIZATION_METRICS.values())])
-    lines.extend(_grid(logs, wrap_column=3))
-    lines.extend(_grid(utilisation))
+    lines.extend(grid(logs, wrap_column=3))
+    lines.extend(grid(utilisation))
     note = _utilization_note([utilization_of(group) for group in groups.values()])
     if note:
         lines.extend(_wrap(note))

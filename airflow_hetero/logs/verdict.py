@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.logs.cost import bottleneck_assumption, bottleneck_speedup, scaling_effect
 from airflow_hetero.pricing.price_list import PRICE_LIST_CURRENCY, Price
 from airflow_hetero.sagemaker_facts import Capacity
@@ -394,7 +395,8 @@ def _waiting_line(verdict: Verdict | VerdictHeadline) -> str | None:
 
 
 def _signed(value: float, currency: str) -> str:
-    return f"{value:+.4g} {currency}"
+    """A change in money with its sign (:func:`~airflow_hetero.amounts.format_amount`): ``-0.000021 USD``."""
+    return f"{format_amount(value, signed=True)} {currency}"
 
 
 def effect_line(group: str, effect: SuggestionEffect) -> str:

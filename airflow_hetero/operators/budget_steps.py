@@ -99,4 +99,15 @@ def budget_stopped(task: BudgetTask, run: TrainingRun, err: TrainingJobLimitErro
     limit the job was given itself)."""
     if task.max_cost is None:
         return err
-    return budget_stop(run.hook, err, task.log)
+    stopped = budget_stop(run.hook, err, task.log)
+    if stopped is not err:
+        record_budget_stop(run.context, stopped)
+    return stopped
+
+
+def record_budget_stop(context: Mapping[str, Any], err: TrainingJobLimitError) -> None:
+    """Push the budget's stop (``budget_stop``: the job and the task's message) before the task fails with it: the
+    Runs view marks the run with it (docs/instance-groups.md)."""
+    from airflow_hetero.xcom_keys import BUDGET_STOP_XCOM_KEY
+
+    context["ti"].xcom_push(key=BUDGET_STOP_XCOM_KEY, value={"job_name": err.job_name, "message": str(err)})

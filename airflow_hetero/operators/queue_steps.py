@@ -237,9 +237,13 @@ class QueueRun:
             reason = (training or {}).get("FailureReason") or service.get("statusReason")
             stopped = self.budget_stop(service, training)
             if stopped is not None:
-                raise TrainingJobBudgetError(
+                from airflow_hetero.operators.budget_steps import record_budget_stop
+
+                err = TrainingJobBudgetError(
                     stopped, job_name=str(latest), status=str(service.get("status")), failure_reason=reason
                 )
+                record_budget_stop(self.context, err)
+                raise err
             raise TrainingJobFailedError(
                 failure_message(service, training),
                 job_name=latest or str(service.get("jobName")),

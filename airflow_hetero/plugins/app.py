@@ -1,11 +1,14 @@
-"""The Airflow 3 api-server app of the "Instance groups" view: the page for one task instance, from XCom.
+"""The Airflow 3 api-server app of the "Instance groups" and "Runs" views: the pages of a task instance, and of a
+task's last runs, from XCom.
 
 Mounted by :class:`airflow_hetero.plugins.instance_groups.InstanceGroupsPlugin` under
 :data:`URL_PREFIX`. ``GET /instance-groups?dag_id=&run_id=&task_id=&map_index=`` reads the task
 instance's ``return_value`` from the metadata database and answers the page of
-:func:`airflow_hetero.plugins.page.render_page`. Access is Airflow's own: the caller must be allowed
-to read the DAG's XComs (the UI's session cookie or a bearer token). FastAPI is imported only when
-the first request arrives (:class:`LazyApp`), so processes that merely load plugins pay nothing.
+:func:`airflow_hetero.plugins.page.render_page`; ``GET /runs?dag_id=&task_id=[&run_id=&map_index=&page=&limit=]``
+answers the Runs view (:func:`airflow_hetero.plugins.runs_view.runs_html`). Access is Airflow's own for both:
+the caller must be allowed to read the DAG's XComs (the UI's session cookie or a bearer token). FastAPI is
+imported only when the first request arrives (:class:`LazyApp`), so processes that merely load plugins pay
+nothing.
 
 No ``from __future__ import annotations`` here: FastAPI reads the route's annotations, which name
 classes imported inside :func:`create_app`.
@@ -13,11 +16,24 @@ classes imported inside :func:`create_app`.
 
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import urlencode
 
 URL_PREFIX = "/hetero"
 ROUTE = "/instance-groups"
 #: The page's address with the placeholders the Airflow 3 UI fills in for a task instance view.
 VIEW_HREF = f"{URL_PREFIX}{ROUTE}?dag_id={{DAG_ID}}&run_id={{RUN_ID}}&task_id={{TASK_ID}}&map_index={{MAP_INDEX}}"
+#: The Runs view: a task's last runs (docs/instance-groups.md), on the task's page and on each task instance's.
+RUNS_ROUTE = "/runs"
+RUNS_TASK_HREF = f"{URL_PREFIX}{RUNS_ROUTE}?dag_id={{DAG_ID}}&task_id={{TASK_ID}}"
+RUNS_TI_HREF = f"{RUNS_TASK_HREF}&run_id={{RUN_ID}}&map_index={{MAP_INDEX}}"
+
+
+
+def runs_url(dag_id: str, task_id: str, run_id: str | None = None, map_index: int = -1) -> str:
+    """The Runs view's address (relative to the UI's origin) of a task, with the run to highlight, if any."""
+    query = {"dag_id": dag_id, "task_id": task_id, "map_index": map_index, **({"run_id": run_id} if run_id else {})}
+    return f"{URL_PREFIX}{RUNS_ROUTE}?{urlencode(query)}"
+
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -55,6 +71,8 @@ def create_app() -> Any:
     from fastapi.responses import HTMLResponse
 
     from airflow_hetero.plugins.page import CSP, render_page
+    from airflow_hetero.plugins.runs_model import DEFAULT_LIMIT, MAX_LIMIT
+    from airflow_hetero.plugins.runs_view import RunsQuery, runs_html
 
     app = FastAPI(title="airflow-hetero: instance groups", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -74,8 +92,29 @@ def create_app() -> Any:
         summary = read_summary(session, dag_id, run_id, task_id, index)
         where = f"DAG {dag_id}, run {run_id}, task {task_id}" + (f"[{index}]" if index >= 0 else "")
         return HTMLResponse(
-            render_page(summary, where=where),
+            render_page(summary, where=where, runs_href=runs_url(dag_id, task_id, run_id, index)),
             headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"},
+        )
+
+    @app.get(
+        RUNS_ROUTE,
+        response_class=HTMLResponse,
+        dependencies=[Depends(requires_access_dag(method="GET", access_entity=DagAccessEntity.XCOM))],
+    )
+    def runs(
+        session: SessionDep,
+        *,
+        dag_id: Annotated[str, Query(min_length=1)],
+        task_id: Annotated[str, Query(min_length=1)],
+        run_id: str | None = None,
+        map_index: str | None = None,
+        page: Annotated[int, Query(ge=1)] = 1,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    ) -> HTMLResponse:
+        current = run_id if run_id and run_id != "{RUN_ID}" else None  # a placeholder the UI left unfilled
+        asked = RunsQuery(dag_id, task_id, current, map_index_of(map_index), page, limit)
+        return HTMLResponse(
+            runs_html(session, asked), headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
         )
 
     return app

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.logs.accessors import (
     cost_of,
     device_counts_of,
@@ -25,6 +26,7 @@ from airflow_hetero.logs.accessors import (
     unmapped_of,
     verdict_of,
 )
+from airflow_hetero.logs.cost import priced_nonzero
 from airflow_hetero.logs.series import SERIES_METRICS
 from airflow_hetero.logs.shape import Cost, CostHeadline, QueueAttempts, Series, Verdict, VerdictHeadline
 from airflow_hetero.logs.table import PRICE_SOURCES
@@ -198,8 +200,9 @@ def _error_lines(section: Mapping[str, object]) -> str:
     return out + (f'<pre class="errors">{escape(chr(10).join(lines))}</pre>' if lines else "")
 
 
-def _money(value: Any) -> str:
-    return "unknown" if value is None else f"{float(value):.4g}"
+def _money(value: Any, *, known_nonzero: bool = False) -> str:
+    """An amount as every view prints it (:func:`~airflow_hetero.amounts.format_amount`)."""
+    return format_amount(None if value is None else float(value), known_nonzero=known_nonzero)
 
 
 def _cost_table(cost: Cost | CostHeadline) -> str:
@@ -214,10 +217,13 @@ def _cost_table(cost: Cost | CostHeadline) -> str:
     ]
     for name, g in cost["groups"].items():
         reason = f' title="{escape(g["reason"])}"' if "reason" in g else ""
+        per_hour = g["price_per_hour"]
+        waited = _money(g["waiting_cost"], known_nonzero=priced_nonzero(g["waiting_instance_seconds"], per_hour))
         rows.append(
             f"<tr><td>{escape(name)}</td><td>{_num(g['instance_seconds'])}</td><td>{_money(g['price_per_hour'])}</td>"
-            f"<td{reason}>{_money(g['cost'])}</td><td>{_num(g['waiting_instance_seconds'])}</td>"
-            f"<td>{_money(g['waiting_cost'])}</td>"
+            f"<td{reason}>{_money(g['cost'], known_nonzero=priced_nonzero(g['instance_seconds'], per_hour))}</td>"
+            f"<td>{_num(g['waiting_instance_seconds'])}</td>"
+            f"<td>{waited}</td>"
             + (f"<td>{_money(g.get('spot_saving'))}</td>" if spot else "")
             + "</tr>"
         )
@@ -304,9 +310,9 @@ def _rightsizing(view: Any) -> str:
     return f'<div class="verdict"><b>{escape(head)}</b><ul>{items}</ul></div>'
 
 
-def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
-    """The whole page for one task instance's summary (``where`` names the task instance);
-    a short explanation when the task pushed no summary."""
+def render_page(summary: Mapping[str, Any] | None, *, where: str, runs_href: str | None = None) -> str:
+    """The whole page for one task instance's summary (``where`` names the task instance, ``runs_href`` links its
+    task's Runs view); a short explanation when the task pushed no summary."""
     head = f'<!doctype html><html><head><meta charset="utf-8"><title>Instance groups</title><style>{STYLE}</style>'
     head += "</head><body>"
     if not isinstance(summary, Mapping) or not isinstance(summary.get("groups"), Mapping):
@@ -352,8 +358,9 @@ def render_page(summary: Mapping[str, Any] | None, *, where: str) -> str:
     truncated = truncated_of(summary).get("series")
     if truncated:
         body.append(f'<p class="muted">Series cut to fit the XCom bound: {escape(str(truncated))}</p>')
+    runs = f' <a href="{escape(runs_href)}">Runs of this task</a>.' if runs_href else ""
     body.append(
         f'<p class="muted">{escape(where)}. Per device (% of all vCPUs / GPUs): the summary divided '
-        "SageMaker's CPU and GPU figures by the instance's vCPUs or GPUs.</p></body></html>"
+        f"SageMaker's CPU and GPU figures by the instance's vCPUs or GPUs.{runs}</p></body></html>"
     )
     return head + "".join(body)

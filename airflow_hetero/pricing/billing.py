@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NotRequired, TypedDict
 
+from airflow_hetero.amounts import round_amount
 from airflow_hetero.pricing.price_list import Price
 
 __all__ = ["BilledCost", "billed_cost", "cluster_hourly", "money"]
@@ -28,8 +29,9 @@ class BilledCost(TypedDict):
 
 
 def money(value: float) -> float:
-    """An amount as every cost states it: rounded to 4 decimals."""
-    return round(value, 4)
+    """An amount as every cost states it (:func:`airflow_hetero.amounts.round_amount`: 4 decimals, a tiny
+    non-zero amount kept non-zero)."""
+    return round_amount(value)
 
 
 def cluster_hourly(groups: Iterable[tuple[str | None, int]], prices: Mapping[str, Price]) -> float | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.cli import main
 from airflow_hetero.job.budget import BUDGET_TAG
 from airflow_hetero.sagemaker_facts import STOP_SIGNAL_WINDOW_SECONDS
@@ -44,11 +45,13 @@ def test_cost_prints_each_group_and_the_worst_case(capsys: pytest.CaptureFixture
     runtime = request["StoppingCondition"]["MaxRuntimeInSeconds"]
     assert main(["cost", str(EXAMPLE), *PRICE_ARGS]) == 0
     out = capsys.readouterr().out
-    assert f"data_group   2 x ml.c5.xlarge: {2 * PRICES['ml.c5.xlarge']:.4f}/hour, 0.2040 each (override)" in out
-    assert f"train_group  1 x ml.g5.xlarge: {PRICES['ml.g5.xlarge']:.4f}/hour" in out
-    assert f"cluster: {RATE:.4f} USD/hour" in out
+    assert (
+        f"data_group   2 x ml.c5.xlarge: {format_amount(2 * PRICES['ml.c5.xlarge'])}/hour, 0.204 each (override)" in out
+    )
+    assert f"train_group  1 x ml.g5.xlarge: {format_amount(PRICES['ml.g5.xlarge'])}/hour" in out
+    assert f"cluster: {format_amount(RATE)} USD/hour" in out
     worst = RATE * (runtime + STOP_SIGNAL_WINDOW_SECONDS) / 3600
-    assert f"worst case: {worst:.4f} USD (MaxRuntimeInSeconds {runtime} + 120 s stop window)" in out
+    assert f"worst case: {format_amount(worst)} USD (MaxRuntimeInSeconds {runtime} + 120 s stop window)" in out
     assert "Budget:" not in out
 
 
@@ -72,7 +75,7 @@ def test_render_with_a_budget_sends_the_cap(capsys: pytest.CaptureFixture[str]) 
     cap = math.floor(1.5 * 3600 / RATE) - STOP_SIGNAL_WINDOW_SECONDS
     assert request["StoppingCondition"]["MaxRuntimeInSeconds"] == cap
     assert {"Key": BUDGET_TAG, "Value": str(cap)} in request["Tags"]
-    assert f"cluster {RATE:.4f} USD/hour" in err and f"MaxRuntimeInSeconds {cap}" in err
+    assert f"cluster {format_amount(RATE)} USD/hour" in err and f"MaxRuntimeInSeconds {cap}" in err
 
 
 def test_render_refuses_a_budget_below_the_minimum(capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,7 +93,7 @@ def test_a_lower_minimum_runtime_lets_a_small_budget_through(capsys: pytest.Capt
 def test_validate_says_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(EXAMPLE), *PRICE_ARGS, "--max-cost", "1.5"]) == 0
     out = capsys.readouterr().out
-    assert "valid (heterogeneous cluster" in out and f"Budget: cluster {RATE:.4f} USD/hour" in out
+    assert "valid (heterogeneous cluster" in out and f"Budget: cluster {format_amount(RATE)} USD/hour" in out
 
 
 def test_validate_json_with_a_refused_budget(capsys: pytest.CaptureFixture[str]) -> None:

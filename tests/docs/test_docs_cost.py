@@ -29,7 +29,7 @@ def test_the_cost_command_prints_what_the_page_shows(
 
 
 def test_the_quoted_budget_line_is_what_the_operator_logs() -> None:
-    quoted = re.search(r"`(Budget: cluster 38\.0980[^`]*)`", PAGE.read_text())
+    quoted = re.search(r"`(Budget: cluster 38\.098 [^`]*)`", PAGE.read_text())
     assert quoted is not None
     plan = plan_budget(250, 12.4, 37.69 + 2 * 0.204, 86400, min_runtime=300, currency="USD")
     assert quoted.group(1) == plan.describe("USD")

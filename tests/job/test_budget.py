@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.job.budget import (
     BUDGET_TAG,
     BudgetError,
@@ -65,9 +66,9 @@ def test_below_the_minimum_refuses_with_what_it_needs() -> None:
     with pytest.raises(BudgetError) as info:
         plan_budget(2.0, 0.5, 36.0, 86400, min_runtime=300, stop_window=120, currency="USD")
     message = str(info.value)
-    assert "1.5000 left" in message and "0.5000 spent" in message
+    assert "1.5 left" in message and "0.5 spent" in message
     assert "minimum useful run of 300 s" in message and "nothing was submitted" in message
-    assert f"{36.0 * 420 / 3600:.4f}" in message  # what it needs: (300 + 120) s at 36/hour
+    assert f"{format_amount(36.0 * 420 / 3600)}" in message  # what it needs: (300 + 120) s at 36/hour
 
 
 def test_a_budget_spent_by_earlier_jobs_buys_nothing() -> None:

@@ -21,6 +21,7 @@ from support.local_jobkit import BUCKET
 from support.task_logs import record_logs
 
 from airflow_hetero._compat import AirflowFailException, TaskDeferred
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.job.budget import BUDGET_TAG
 from airflow_hetero.job.outcome import TrainingJobBudgetError, TrainingJobFailedError
 from airflow_hetero.local import LocalEndpoint
@@ -196,9 +197,9 @@ def test_a_long_job_is_stopped_by_the_service_at_the_cap(
         retry.execute(ctx)
     assert len(jobs_named(sm, base)) == 1  # nothing more submitted
     line = next(line for line in logged.lines if line.startswith("Budget:"))
-    assert f"cluster {per_hour:.4f} USD/hour" in line
+    assert f"cluster {format_amount(per_hour)} USD/hour" in line
     assert f"MaxRuntimeInSeconds {expected_cap} (lowered from 600)" in line
-    assert f"worst case {per_hour * (expected_cap + 10) / 3600:.4f} USD" in line
+    assert f"worst case {format_amount(per_hour * (expected_cap + 10) / 3600)} USD" in line
 
 
 def test_a_retry_spends_what_the_first_try_left(conn: LocalEndpoint, code_dir: Path, sm: Any) -> None:
@@ -218,7 +219,7 @@ def test_a_retry_spends_what_the_first_try_left(conn: LocalEndpoint, code_dir: P
     expected_cap = math.floor((max_cost - spent) * 3600 / per_hour) - 10
     assert expected_cap < 60  # what the first try billed is gone
     assert jobs[1]["StoppingCondition"]["MaxRuntimeInSeconds"] == expected_cap
-    assert f"spent by earlier attempts {spent:.4f}" in logged.text()
+    assert f"spent by earlier attempts {format_amount(spent)}" in logged.text()
 
 
 @pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
@@ -255,8 +256,8 @@ def test_a_budget_spans_a_capacity_fallback(conn: LocalEndpoint, code_dir: Path,
     assert second["StoppingCondition"]["MaxRuntimeInSeconds"] == expected
     budget_lines = [line for line in logged.lines if line.startswith("Budget:")]
     assert len(budget_lines) == 2  # one per cluster sent
-    assert f"cluster {per_hour:.4f} USD/hour" in budget_lines[1]
-    assert f"spent by earlier attempts {spent:.4f}" in budget_lines[1]
+    assert f"cluster {format_amount(per_hour)} USD/hour" in budget_lines[1]
+    assert f"spent by earlier attempts {format_amount(spent)}" in budget_lines[1]
 
 
 def test_max_cost_is_templated(conn: LocalEndpoint, code_dir: Path, sm: Any) -> None:
@@ -300,8 +301,11 @@ def test_the_cost_command_prices_with_the_endpoints_stand_in(
     max_cost = per_hour * (400.5 + 120) / 3600  # a 400 s cap with the CLI's 120 s stop window
     assert main(["cost", str(path), "--endpoint-url", conn.url, "--max-cost", repr(max_cost)]) == 0
     out = capsys.readouterr().out
-    assert f"1 x {TRAIN}: {stand_in_price(TRAIN):.4f}/hour, {stand_in_price(TRAIN):.4f} each (" in out
+    assert (
+        f"1 x {TRAIN}: {format_amount(stand_in_price(TRAIN))}/hour, {format_amount(stand_in_price(TRAIN))} each ("
+        in out
+    )
     assert "(override)" not in out  # the Price List's stand-in (or its disk cache, when a test asked first)
-    assert f"cluster: {per_hour:.4f} USD/hour" in out
-    assert f"worst case: {per_hour * (600 + 120) / 3600:.4f} USD" in out
+    assert f"cluster: {format_amount(per_hour)} USD/hour" in out
+    assert f"worst case: {format_amount(per_hour * (600 + 120) / 3600)} USD" in out
     assert "MaxRuntimeInSeconds 400 (lowered from 600)" in out

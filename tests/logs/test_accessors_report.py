@@ -94,7 +94,7 @@ def test_a_cost_cut_to_its_headline_reads_and_reports() -> None:
     summary["cost"] = {"currency": "USD", "total": 8.2559, "waiting": 6.9095}
     cost = cost_of(summary)
     assert cost is not None and "groups" not in cost and is_log_summary(summary)
-    assert "cost: 8.256 USD in all, waiting 6.91 USD (details cut to fit max_xcom_bytes)" in format_report(summary)
+    assert "cost: 8.2559 USD in all, waiting 6.9095 USD (details cut to fit max_xcom_bytes)" in format_report(summary)
 
 
 def test_a_headline_verdict_with_its_waiting_share_formats() -> None:
@@ -237,7 +237,7 @@ def test_a_queued_summary_reads_and_reports_one_queue_line() -> None:
     summary["queue_attempts"] = queue(1.5, 2.25)
     assert is_log_summary(summary) and queue_attempts_of(summary) == summary["queue_attempts"]
     report = format_report(summary)
-    line = "Queue: service job job (id-1) in gpu-queue, 2 attempts; earlier attempts cost 1.50 USD, all attempts"
+    line = "Queue: service job job (id-1) in gpu-queue, 2 attempts; earlier attempts cost 1.5 USD, all attempts"
     assert report.startswith(f"{format_table(summary)}\n{line}\n  3.75 USD\nVerdict: ")  # wrapped at the width
     assert all(len(row) <= TABLE_WIDTH for row in report.splitlines())
     summary["queue_attempts"] = queue(None, 2.25)  # an earlier attempt has no price: the sums are unknown

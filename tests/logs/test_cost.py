@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.logs.cost import bottleneck_speedup, job_cost
 from airflow_hetero.logs.table import format_table
 from airflow_hetero.logs.verdict import format_verdict
@@ -121,7 +122,7 @@ def test_each_group_shows_its_spot_saving_in_cost_table_and_verdict() -> None:
     header = next(line for line in table.splitlines() if "waiting cost" in line)
     assert header.rstrip().endswith("spot saving")
     total = next(line for line in table.splitlines() if line.startswith("total"))
-    assert total.split()[-1] == f"{cost['spot_saving']:.4g}"
+    assert total.split()[-1] == format_amount(cost["spot_saving"])
     text = format_verdict(verdict)
     assert "data_group: CPUs 96% busy (peak 96%), 360 instance-seconds, spot saved 840" in text
     assert ", spot saved 840 instance-seconds (70%)" in text and ", spot saved 420 instance-seconds (70%)" in text
@@ -157,7 +158,7 @@ def test_the_bottleneck_suggestion_in_money_and_time() -> None:
         "if train_group's GPUs go from 38% to 75% busy and the job's work stays the same: the run 49% shorter"
     )
     text = format_verdict(verdict)
-    shown = "  if data_group has 4 instead of 2 instances: +7.344 USD/h, -3.083 USD per run; run 600 s -> 304 s; if "
+    shown = "  if data_group has 4 instead of 2 instances: +7.344 USD/h, -3.0825 USD per run; run 600 s -> 304 s; if "
     assert shown in text
     assert bottleneck_speedup(2, 3, 38.0, 75.0) == pytest.approx(1.5)  # capped by the count, not the target
     assert bottleneck_speedup(0, 3, 38.0, 75.0) == 1.0
@@ -194,5 +195,5 @@ def test_the_table_shows_the_cost_within_100_columns() -> None:
     assert max(len(line) for line in lines) <= 100
     header = next(i for i, line in enumerate(lines) if line.startswith("group ") and "USD/h" in line)
     assert lines[header + 1].split() == ["data_group", "1200", "3.672", "1.224", "-", "-"]
-    assert lines[header + 3].split() == ["total", "1800", "7.505", "-", "-"]
+    assert lines[header + 3].split() == ["total", "1800", "7.5053", "-", "-"]
     assert "price of ml.c5.18xlarge: 3.672 USD/h (Price List API): $3.672 per hour" in lines

@@ -17,6 +17,7 @@ from support.moto_jobs import MotoJobs, hetero_request, mocked_jobs
 from support.task_logs import record_logs
 
 from airflow_hetero._compat import AirflowFailException
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.job.budget import BUDGET_TAG
 from airflow_hetero.job.outcome import TrainingJobBudgetError, TrainingJobLimitError
 from airflow_hetero.operators import HeteroTrainingOperator
@@ -128,7 +129,10 @@ def test_the_request_sent_is_capped_and_tagged_and_the_log_says_the_plan() -> No
     assert sent["Tags"] == [{"Key": BUDGET_TAG, "Value": str(cap)}]
     assert hook.asked[0][0] == ["ml.c5.xlarge", "ml.p4d.24xlarge"] and hook.asked[0][1].currency == "EUR"
     line = log.info.call_args.args[1]
-    assert line.startswith(f"Budget: cluster {rate:.4f} EUR/hour; max_cost 10 EUR") and "(lowered from 86400)" in line
+    assert (
+        line.startswith(f"Budget: cluster {format_amount(rate)} EUR/hour; max_cost 10 EUR")
+        and "(lowered from 86400)" in line
+    )
 
 
 def test_earlier_jobs_are_priced_and_their_cost_lowers_the_cap() -> None:

@@ -16,6 +16,7 @@ from moto import mock_aws
 from support.log_jobs import create_job, put_stream, put_utilization, resource_config_line
 
 from airflow_hetero._compat import AIRFLOW_V_3, AirflowFailException
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.logs.report import format_report
 from airflow_hetero.operators.log_summary import HeteroLogSummaryOperator
 from airflow_hetero.runtime import format_marker
@@ -400,8 +401,8 @@ def test_a_queued_job_summarises_the_latest_attempt_and_costs_every_attempt(
     assert pushed["cost"] == {**summary["cost"], "attempts": 2, "attempts_total": queue["total"]}
     logged = " ".join(line.strip() for line in capsys.readouterr().out.splitlines())
     assert (
-        f"Queue: service job summ (id-1) in gpu-queue, 2 attempts; earlier attempts cost {earlier:.2f} USD, "
-        f"all attempts {queue['total']:.2f} USD" in logged
+        f"Queue: service job summ (id-1) in gpu-queue, 2 attempts; earlier attempts cost {format_amount(earlier)} USD, "
+        f"all attempts {format_amount(queue['total'])} USD" in logged
     )
 
 

@@ -260,9 +260,9 @@ def test_page_shows_a_queued_jobs_attempts_and_their_cost() -> None:
     page["queue_attempts"] = {**queue, "attempts": attempts[::2], "earlier_cost": 1.0333, "total": 3.5333}
     html = render_page(page, where="w")
     assert "<h2>Queue <span class='muted'>service job job&lt;1&gt; (id-1) in gpu-queue</span></h2>" in html
-    assert "<tr><td>AWSBatchjob&lt;1&gt;</td><td>Failed</td><td>600</td><td>1.033</td></tr>" in html
-    assert "<tr><th>earlier attempts</th><th></th><th></th><th>1.033</th></tr>" in html
-    assert "<tr><th>all attempts</th><th></th><th></th><th>3.533</th></tr>" in html
+    assert "<tr><td>AWSBatchjob&lt;1&gt;</td><td>Failed</td><td>600</td><td>1.0333</td></tr>" in html
+    assert "<tr><th>earlier attempts</th><th></th><th></th><th>1.0333</th></tr>" in html
+    assert "<tr><th>all attempts</th><th></th><th></th><th>3.5333</th></tr>" in html
     page["queue_attempts"] = {**queue, "attempts": attempts, "earlier_cost": None, "total": None}
     html = render_page(page, where="w")
     assert '<td>60</td><td title="no &lt;p&gt;">unknown</td>' in html

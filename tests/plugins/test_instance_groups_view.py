@@ -1,12 +1,13 @@
-"""The "Instance groups" view over HTTP: a summary task run by dag.test() into a real metadata DB, read back
-through the Airflow 3 api-server app with the plugin mounted, Airflow's own authentication in front."""
+"""The "Instance groups" and "Runs" views over HTTP: a summary task run by dag.test() into a real metadata DB (and,
+for the Runs view, 32 more runs of that DAG written through Airflow's own models), read back through the Airflow
+3 api-server app with the plugin mounted, Airflow's own authentication in front; one api-server over loopback
+for both screenshots in headless Chromium."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -21,11 +23,16 @@ from urllib.parse import quote
 import boto3
 import pytest
 from moto import mock_aws
-from support.page_layout import CHROMIUM_FLAGS, find_chromium, nesting_problems
-from support.png import read_png
+from support.page_layout import nesting_problems, screenshot
+from support.png import colour_count
+from support.runs_db import insert_runs
+from support.system_airflow import free_port
 from support.verdict_jobs import data_bound_with_jitter, put_job
 
 from airflow_hetero._compat import AIRFLOW_V_3
+from airflow_hetero.plugins.page import CSP
+from airflow_hetero.plugins.runs_page import CHANGE_COLOURS, GROUP_COLOURS, MARKER_COLOURS
+from benchmarks.runs_data import retraining_runs
 
 pytestmark = [
     pytest.mark.slow,
@@ -150,9 +157,10 @@ def test_the_plugin_is_registered_with_the_api_server(client: Any) -> None:
     answer = client.get("/api/v2/plugins", headers={"Authorization": f"Bearer {client.token}"})
     assert answer.status_code == 200
     (plugin,) = [p for p in answer.json()["plugins"] if p["name"] == "airflow_hetero"]
-    (view,) = plugin["external_views"]
+    view, *runs = plugin["external_views"]
     assert view["destination"] == "task_instance"
     assert view["href"].startswith("/hetero/instance-groups?dag_id={DAG_ID}&run_id={RUN_ID}&task_id={TASK_ID}")
+    assert [(v["name"], v["destination"]) for v in runs] == [("Runs", "task"), ("Runs", "task_instance")]
     assert plugin["fastapi_apps"][0]["url_prefix"] == "/hetero"
 
 
@@ -201,10 +209,6 @@ def test_other_task_instances_and_bad_queries(client: Any, run: Run) -> None:
 
 
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "instance-groups.png"
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(url: str, seconds: float) -> None:
@@ -221,16 +225,9 @@ def wait_for(url: str, seconds: float) -> None:
         time.sleep(0.5)
 
 
-def colour_count(rows: list[list[tuple[int, int, int]]], colour: str, tolerance: int = 10) -> int:
-    want = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
-    return sum(1 for row in rows for px in row if all(abs(a - b) <= tolerance for a, b in zip(px, want, strict=True)))
-
-
-def test_screenshot_of_the_view_in_the_airflow_ui(run: Run, tmp_path: Path) -> None:
-    """The task instance page of the real Airflow UI (api-server over loopback) with the plugin's tab open,
-    taken by headless Chromium; the charts' colours must be on it. HETERO_UPDATE_SCREENSHOT=1 copies it
-    to docs/img/instance-groups.png."""
-    chromium = find_chromium()
+@pytest.fixture(scope="module")
+def api_server(run: Run, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The api-server (Airflow's UI and the plugin) over loopback, every caller an admin; its base URL."""
     port = free_port()
     env = {
         **os.environ,
@@ -238,7 +235,8 @@ def test_screenshot_of_the_view_in_the_airflow_ui(run: Run, tmp_path: Path) -> N
         "AIRFLOW__API_AUTH__JWT_SECRET": SECRET,
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
     }
-    log = (tmp_path / "api-server.log").open("w")
+    path = tmp_path_factory.mktemp("api-server") / "api-server.log"
+    log = path.open("w")
     command = [sys.executable, "-m", "uvicorn", "--factory", "airflow.api_fastapi.app:create_app"]
     server = subprocess.Popen(
         [*command, "--host", "127.0.0.1", "--port", str(port)],
@@ -246,31 +244,83 @@ def test_screenshot_of_the_view_in_the_airflow_ui(run: Run, tmp_path: Path) -> N
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    shot = tmp_path / "instance-groups.png"
     try:
         wait_for(f"http://127.0.0.1:{port}/api/v2/monitor/health", 120)
-        url = (
-            f"http://127.0.0.1:{port}/dags/{DAG_ID}/runs/{quote(run.run_id, safe='')}/tasks/{TASK_ID}"
-            "/plugin/hetero-instance-groups"
-        )
-        flags = [f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1500", "--virtual-time-budget=30000"]
-        subprocess.run(
-            [chromium, *CHROMIUM_FLAGS, *flags, f"--screenshot={shot}", url],
-            check=True,
-            capture_output=True,
-            timeout=240,
-        )
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
         server.wait(timeout=30)
         log.close()
-    assert server.returncode is not None
-    width, height, rows = read_png(shot)
+        print(path.read_text()[-3000:])  # shown when a test of the server failed
+
+
+def test_screenshot_of_the_view_in_the_airflow_ui(run: Run, api_server: str, tmp_path: Path) -> None:
+    """The task instance page of the real Airflow UI (api-server over loopback) with the plugin's tab open,
+    taken by headless Chromium; the charts' colours must be on it. HETERO_UPDATE_SCREENSHOT=1 copies it
+    to docs/img/instance-groups.png."""
+    url = f"{api_server}/dags/{DAG_ID}/runs/{quote(run.run_id, safe='')}/tasks/{TASK_ID}/plugin/hetero-instance-groups"
+    shot = tmp_path / "instance-groups.png"
+    width, height, rows = screenshot(url, shot, (1400, 1500))
     assert (width, height) == (1400, 1500)  # tall enough for the verdict, the cost and both charts
     # the charts (drawn by the plugin, inside Airflow's page): CPU blue, GPU red, memory green, GPU memory
     # orange; each line is some 500+ pixels of its exact colour (the verdict's red border is another red)
     for colour in ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"):
-        assert colour_count(rows, colour) > 300, (colour, (tmp_path / "api-server.log").read_text()[-3000:])
+        assert colour_count(rows, colour) > 300, colour
     if os.environ.get("HETERO_UPDATE_SCREENSHOT"):
         DOCS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, DOCS_SCREENSHOT)
+
+
+#: The Runs view's data: 32 weekly runs of the DAG's training task and its summary (benchmarks/runs_data.py).
+RUNS = 32
+RUNS_SCREENSHOT = DOCS_SCREENSHOT.with_name("runs.png")
+
+
+@pytest.fixture(scope="module")
+def runs_written(run: Run) -> None:
+    """The 32 runs, all after the dag.test() run: the newest 30 are theirs, the dag.test() run on the next page."""
+    insert_runs(DAG_ID, retraining_runs(RUNS, first=datetime.now(tz=UTC) + timedelta(days=1)))
+
+
+def runs_url(page: int = 1, **more: str) -> str:
+    return f"/hetero/runs?dag_id={DAG_ID}&task_id={TASK_ID}&page={page}" + "".join(f"&{k}={v}" for k, v in more.items())
+
+
+def test_the_runs_view_pages_thirty_runs_within_a_bound_behind_airflows_access(client: Any, runs_written: None) -> None:
+    """The summary task's runs (its own dag.test() run and the 32 written): 30 on the first page, read with one
+    query for their XComs and rendered within a bound, the rest on the second; Airflow's access in front."""
+    auth = {"Authorization": f"Bearer {client.token}"}
+    started = time.monotonic()
+    first = client.get(runs_url(), headers=auth)
+    elapsed = time.monotonic() - started
+    assert first.status_code == 200 and first.headers["content-security-policy"] == CSP
+    assert elapsed < 10, elapsed  # read, model and render 30 runs (benchmarks/runs_page.py: the render alone)
+    html = first.text
+    assert html.count("<tr") == 31 and "runs 1 to 30, newest first" in html  # a header and 30 runs
+    assert 'page=2">older runs</a>' in html and "newer runs" not in html
+    assert nesting_problems(html) == [] and "<script" not in html
+    assert "Runs of train" in html  # asked for the summary task, it found the training task by the job names
+    second = client.get(runs_url(2), headers=auth).text
+    assert second.count("<tr") == 4 and "runs 31 to 33" in second and "older runs" not in second  # 3 left
+    assert "retrain-view" in second and "no result from the training task" in second  # the dag.test() run
+    assert client.get(runs_url()).status_code == 401
+    assert client.get(runs_url(), headers={"Authorization": "Bearer forged"}).status_code in (401, 403)
+    assert client.get(runs_url(0), headers=auth).status_code == 422
+    assert client.get(runs_url(limit="101"), headers=auth).status_code == 422
+
+
+def test_screenshot_of_the_runs_tab_in_the_airflow_ui(api_server: str, runs_written: None, tmp_path: Path) -> None:
+    """The task's page of the real Airflow UI with the plugin's Runs tab open: the stacked costs (the groups'
+    colours), the markers' discs and the legend (the limit marker's colour, which no run has, is only in the
+    legend). HETERO_UPDATE_SCREENSHOT=1 copies it to docs/img/runs.png."""
+    url = f"{api_server}/dags/{DAG_ID}/tasks/{TASK_ID}/plugin/hetero-runs"
+    shot = tmp_path / "runs.png"
+    _, _, rows = screenshot(url, shot, (1400, 1100))
+    for colour in GROUP_COLOURS[:2]:  # data_group, train_group: the chart's bars, hatches and the legend
+        assert colour_count(rows, colour) > 2000, colour
+    for kind in ("failed", "budget", "capacity", "spot", "queue"):  # the discs above the bars (and the legend)
+        assert colour_count(rows, MARKER_COLOURS[kind]) > 60, kind
+    assert colour_count(rows, MARKER_COLOURS["limit"]) > 20  # the legend's disc
+    assert colour_count(rows, CHANGE_COLOURS["changed"]) > 100  # the dashed line where data_group went 2 -> 4
+    if os.environ.get("HETERO_UPDATE_SCREENSHOT"):
+        shutil.copyfile(shot, RUNS_SCREENSHOT)

@@ -15,7 +15,8 @@ trigger is not run against AWS: its own ``_wait`` is fed the stand-in's descript
 polls, until it decides; its event resumes a new task object (as a resumed task is), through ``resume_execution``.
 
 :func:`normalised` turns a recording into plain JSON: times near the recording's clock become ``<epoch>`` (or
-``<epoch-ms>``, ``<datetime>``), a trigger's ``deadline`` is said relative to its ``started_at``, a Batch
+``<epoch-ms>``, ``<datetime>``), a service job's ``queued_seconds`` (a wall-clock wait) ``<seconds>``, a
+trigger's ``deadline`` is said relative to its ``started_at``, a Batch
 ``serviceRequestPayload`` is shown parsed, mappings sorted by key. :func:`json_diff` words a difference.
 """
 
@@ -672,6 +673,8 @@ def normalised(value: Any, now: float) -> Any:
         deadline = value.get("deadline")
         if isinstance(started, int | float) and isinstance(deadline, int | float) and not isinstance(deadline, bool):
             out["deadline"] = f"<started_at + {round(deadline - started, 3):g} s>"
+        if isinstance(value.get("queued_seconds"), int | float):  # a wall-clock wait of the stand-in's queue
+            out["queued_seconds"] = "<seconds>"
         payload = value.get("serviceRequestPayload")
         if isinstance(payload, str):
             out["serviceRequestPayload"] = {"<json>": normalised(json.loads(payload), now)}

@@ -109,3 +109,22 @@ def layout(html: str, width: int, height: int, folder: Path) -> dict[str, Any]:
     assert found, dom[-2000:]
     boxes: dict[str, Any] = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     return boxes
+
+
+#: How long Chromium may take to load and draw a page of a local server, on a loaded 2-core machine.
+SCREENSHOT_TIMEOUT = 240
+
+
+def screenshot(url: str, shot: Path, size: tuple[int, int]) -> tuple[int, int, list[list[tuple[int, int, int]]]]:
+    """``url`` as headless Chromium draws it in a window of ``size``, saved to ``shot``: its width, height and
+    pixel rows (:func:`support.png.read_png`)."""
+    from support.png import read_png
+
+    flags = [f"--user-data-dir={shot.parent / 'profile'}", f"--window-size={size[0]},{size[1]}"]
+    subprocess.run(
+        [find_chromium(), *CHROMIUM_FLAGS, *flags, "--virtual-time-budget=30000", f"--screenshot={shot}", url],
+        check=True,
+        capture_output=True,
+        timeout=SCREENSHOT_TIMEOUT,
+    )
+    return read_png(shot)

@@ -50,3 +50,9 @@ def read_png(path: Path) -> tuple[int, int, list[list[tuple[int, int, int]]]]:
         rows.append([(line[x], line[x + 1], line[x + 2]) for x in range(0, stride, channels)])
         previous = line
     return width, height, rows
+
+
+def colour_count(rows: list[list[tuple[int, int, int]]], colour: str, tolerance: int = 10) -> int:
+    """How many pixels of ``rows`` are ``colour`` (``#rrggbb``), each channel within ``tolerance``."""
+    want = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return sum(1 for row in rows for px in row if all(abs(a - b) <= tolerance for a, b in zip(px, want, strict=True)))
