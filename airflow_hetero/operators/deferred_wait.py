@@ -64,5 +64,8 @@ class DeferredWait:
         job = direct.prepare(new_round=False)  # resumed without the method's kwargs (dag.test): a chain anew
         if not capacity_failed(self.run, err):
             raise err
+        from airflow_hetero.operators.job_store import remember_direct
+
         name, _ = direct.attach(job)
+        remember_direct(self.task, self.run, name)
         direct.defer(name)

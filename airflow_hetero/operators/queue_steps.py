@@ -157,15 +157,23 @@ class QueueRun:
 
     def execute(self) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer); the result dict."""
+        return self.follow(self.start())
+
+    def start(self) -> dict[str, Any]:
+        """The task instance's service job, re-attached or submitted (the walk of its names); its description."""
         from airflow_hetero.job.identity import TaskIdentity
         from airflow_hetero.operators.submission import start
 
-        task = self.task
         job = self.load()
         identity = TaskIdentity.of(self.context["ti"])
-        kind = ServiceJobs(task, self.run, self.queue)
+        kind = ServiceJobs(self.task, self.run, self.queue)
         _, service, _ = start(self.at, kind, pipeline=QUEUED, job=job, names=self.names(job), identity=identity)
         self.attached(service)
+        return service
+
+    def follow(self, service: dict[str, Any]) -> dict[str, Any]:
+        """Wait for the attached ``service`` job (or defer); the result dict."""
+        task = self.task
         if service.get("status") == "SUCCEEDED":
             self.log.info("Service job %s already succeeded: returning its result", service.get("jobName"))
             return self.outcome(service)
