@@ -108,6 +108,11 @@ class DurableRun:
         name, describe = direct.attached(ref["job_name"], described)
         run.follow = functools.partial(direct.follow, job, name, describe)
 
+    def without_store(self) -> None:
+        """The mixin's steps where no task state store exists (``execute`` called outside Airflow's task runner,
+        Airflow below 3.3 alike): the walk, then the wait."""
+        self.poll(self.submit())
+
     def poll(self, reference: Any) -> None:
         """``poll_until_complete``: the wait (or the deferral) for the submitted or stored job."""
         if self.run.follow is None:

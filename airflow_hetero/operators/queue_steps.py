@@ -246,13 +246,18 @@ class QueueRun:
             stopped = self.budget_stop(service, training)
             if stopped is not None:
                 raise TrainingJobBudgetError(
-                    stopped, job_name=str(latest), status=str(service.get("status")), failure_reason=reason
+                    stopped,
+                    job_name=str(latest),
+                    status=str(service.get("status")),
+                    failure_reason=reason,
+                    describe=training,
                 )
             raise TrainingJobFailedError(
                 failure_message(service, training),
                 job_name=latest or str(service.get("jobName")),
                 status=str(service.get("status")),
                 failure_reason=reason,
+                describe=training,
             )
         result = resolve_outcome(training, fail_on_stopped=self.task.fail_on_stopped)
         billed = [

@@ -29,7 +29,7 @@ class and the parse-time check (:mod:`~airflow_hetero.definition.validated`).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from airflow_hetero.operators.capacity_argument import CapacityFallback
     from airflow_hetero.operators.durable import DurableRun
     from airflow_hetero.operators.run_state import TrainingRun
+    from airflow_hetero.pricing.billing import BilledCost
     from airflow_hetero.pricing.settings import PriceSettings
 
 # and JOB_NAME_XCOM_KEY, lazily (module __getattr__)
@@ -222,8 +223,9 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, ResumableJobMixin, BaseOpe
             from airflow_hetero.lineage.outputs import declare_model_asset
 
             self.model_asset = declare_model_asset(self, model_asset)
-        #: The result dict of the job this task saw finish (the lineage listener reads it).
+        #: The result dict of the job this task saw finish or fail (the lineage listener reads it), and its cost.
         self.job_result: dict[str, Any] | None = None
+        self.job_cost: BilledCost | None = None
         self.durable, self.on_existing_job = durability(durable, on_existing_job)  # after the mixin's __init__
         if check_interval <= 0:
             raise ValueError(f"check_interval must be positive, got {check_interval}")
@@ -365,26 +367,40 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, ResumableJobMixin, BaseOpe
         self.run = TrainingRun(context=context, hook=self.hook)
         return self.run
 
-    def recorded(self, context: Context, result: dict[str, Any]) -> dict[str, Any]:
-        """``result`` (of ``execute`` or a resume), kept for the lineage listener and the model asset's event."""
-        from airflow_hetero.lineage.outputs import record_job_outputs
+    def recorded(self, context: Context, outcome: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``outcome()`` (``execute`` or a resume), its job kept for the lineage listener and the model asset."""
+        from airflow_hetero.lineage.outputs import recorded
 
-        record_job_outputs(self, context, result)
+        result: dict[str, Any] = recorded(self, context, outcome)
         return result
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
-        """Inputs: every S3 channel with its instance groups; output: the model artifact."""
+        """Inputs: every S3 channel with its instance groups; output: the model artifact (a MODEL); the run facets
+        naming the job (ARN, engine, identity tags, instance groups and cost) and its job type (docs/lineage.md)."""
         from airflow_hetero.lineage.outputs import lineage_on_complete
 
-        return lineage_on_complete(self.job_result)
+        return lineage_on_complete(self, task_instance)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
+        """The same facets for a job that failed (no model output); None when the task saw no job end."""
+        from airflow_hetero.lineage.outputs import lineage_on_failure
+
+        return lineage_on_failure(self, task_instance)
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit or re-attach (the task state store first, Airflow 3.3+), then wait (or defer); the result dict."""
         from airflow_hetero.operators.job_store import result_of, resumable_context
 
         run = self.new_run(context)
-        self.execute_resumable(resumable_context(self, context))
-        return self.recorded(context, result_of(run))
+
+        def resumed() -> dict[str, Any]:
+            if context.get("task_state_store") is None:  # outside a task runner (a script, a test): none to resume
+                self.durable_run().without_store()
+            else:
+                self.execute_resumable(resumable_context(self, context))
+            return result_of(run)
+
+        return self.recorded(context, resumed)
 
     # -- ResumableJobMixin: each method's body is operators/durable.py's -------------------------
 
@@ -432,7 +448,7 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, ResumableJobMixin, BaseOpe
 
         run = self.new_run(context)
         restore_decision(self, run)
-        return self.recorded(context, DeferredWait(self, run).resume(event, capacity))
+        return self.recorded(context, lambda: DeferredWait(self, run).resume(event, capacity))
 
     def execute_queued_complete(
         self, context: Context, event: dict[str, Any], service_job_id: str | None = None, stage: str = "queue"
@@ -444,7 +460,8 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, ResumableJobMixin, BaseOpe
         job_id = service_job_id or str(event.get("service_job_id"))  # dag.test() resumes without the kwargs
         run = self.new_run(context)
         restore_decision(self, run)
-        return self.recorded(context, QueueRun(self, run).resume(event, job_id, str(event.get("stage") or stage)))
+        stage = str(event.get("stage") or stage)
+        return self.recorded(context, lambda: QueueRun(self, run).resume(event, job_id, stage))
 
     # -- every other end of the task stops its job ---------------------------------------------
 
