@@ -97,6 +97,7 @@ def run_facets(
     from openlineage.client.facet_v2 import external_query_run, processing_engine_run, tags_run
 
     from airflow_hetero import __version__
+    from airflow_hetero.pricing.settings import PRICE_LIST_CURRENCY
 
     arn = result.get("training_job_arn")
     if not arn:
@@ -115,6 +116,6 @@ def run_facets(
             trainingJobName=str(result.get("training_job_name")),
             groups=group_costs(result, cost),
             totalCost=priced.get("total"),
-            currency=str(priced.get("currency") or "USD"),
+            currency=str(priced.get("currency") or PRICE_LIST_CURRENCY),
         ),
     }

@@ -223,11 +223,14 @@ class DirectRun:
         from airflow_hetero.operators.budget_steps import budget_stopped
         from airflow_hetero.operators.capacity_fallback import capacity_failed
         from airflow_hetero.operators.job_store import remember_direct
+        from airflow_hetero.operators.job_trace import trace_ended
         from airflow_hetero.operators.sync_wait import SyncWait, describe_fresh
 
         task, run = self.task, self.run
         if describe is not None and classify(describe) == "succeeded":
             task.log.info("Training job %s already completed: returning its result", name)
+            run.ended = describe
+            trace_ended(task, run)
             return finished(task, run, resolve_outcome(describe, fail_on_stopped=task.fail_on_stopped))
         if not task.wait_for_completion:
             return finished(task, run, result_dict(describe or describe_fresh(task, run, name)))
@@ -235,7 +238,11 @@ class DirectRun:
             self.defer(name)
         while True:  # a job failed for lack of capacity is followed by the next cluster's (docs/capacity.md)
             try:
-                return finished(task, run, SyncWait(task, run, name).until_done(describe))
+                try:
+                    result = SyncWait(task, run, name).until_done(describe)
+                finally:
+                    trace_ended(task, run)
+                return finished(task, run, result)
             except TrainingJobFailedError as err:
                 if not capacity_failed(run, err):
                     raise

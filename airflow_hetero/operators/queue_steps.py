@@ -234,11 +234,13 @@ class QueueRun:
         from airflow_hetero.job.outcome import TrainingJobBudgetError, TrainingJobFailedError, resolve_outcome
         from airflow_hetero.job.service_job import attempt_training_jobs, failure_message, latest_training_job
         from airflow_hetero.operators.direct_run import finished
+        from airflow_hetero.operators.job_trace import trace_queue_attempts
 
         hook = self.run.hook
         self.run.service_job_id = None
         latest = latest_training_job(service)
         training = hook.find_training_job(latest) if latest else None
+        trace_queue_attempts(self.task, self.run, service, {latest: training} if latest and training else {})
         if training is not None:  # the summary of a failed job too reads it
             self.context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=training.get("TrainingJobName"))
         if service.get("status") != "SUCCEEDED" or training is None:

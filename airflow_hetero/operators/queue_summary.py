@@ -21,6 +21,7 @@ class SummaryTask(Protocol):
     """What of the summary operator this reads (its training task, AWS and price settings, its log)."""
 
     training_task_id: str | None
+
     @property
     def price_settings(self) -> PriceSettings: ...
 

@@ -58,3 +58,5 @@ class TrainingRun:
     described: dict[str, Any] | None = None
     #: The task's result dict, once the wait ended.
     result: dict[str, Any] | None = None
+    #: The description of a job the run saw end, until its trace is emitted (:mod:`~.job_trace`).
+    ended: dict[str, Any] | None = None

@@ -10,17 +10,16 @@ names by identity re-attaches. Either way one job is created.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from golden_cases import FALLBACKS, JOB, MODES
-from support.golden_recorder import NO_CAPACITY, Case, CaseRun, RecordingTI, WorkerDied, installed, trigger_event
+from support.golden_recorder import NO_CAPACITY, Case, WorkerDied
+from support.golden_tries import Tries, installing
 
-from airflow_hetero._compat import DURABLE_JOBS, TaskDeferred
+from airflow_hetero._compat import DURABLE_JOBS
 from airflow_hetero.operators import HeteroTrainingOperator
 from airflow_hetero.operators.training import durability
 
@@ -50,50 +49,14 @@ class MemoryStore:
         self.values[key] = value
 
 
-class Tries:
-    """The tries of one task instance against one stand-in; each try's requests by operation."""
-
-    def __init__(self, case: Case, store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.run = CaseRun(case, monkeypatch, state_store=store)
-        self.ti = RecordingTI(case.run_id)
-        self.monkeypatch = monkeypatch
-
-    def execute(self, *, resume: bool = True) -> list[str]:
-        """One try (a retry after the first): execute, and each resume unless ``resume`` is False (the worker is
-        gone while the task is deferred); the operations it sent, in order."""
-        if self.run.steps:
-            self.ti.new_try()
-        first = len(self.run.steps)
-        op = self.run.operator()
-        deferred: TaskDeferred | None = self.run.step("execute", op, self.ti, op.execute)
-        while resume and deferred is not None:
-            event = trigger_event(self.run.aws, deferred.trigger)
-            op = self.run.operator()
-            kwargs = {**(deferred.kwargs or {}), "event": event}
-            call = functools.partial(op.resume_execution, deferred.method_name, kwargs)
-            deferred = self.run.step("resume", op, self.ti, call)
-        return [r["operation"] for s in self.run.steps[first:] for r in s.get("requests", [])]
-
-    @property
-    def last(self) -> dict[str, Any]:
-        return dict(self.run.steps[-1]["outcome"])
-
-
 def tries(monkeypatch: pytest.MonkeyPatch, store: MemoryStore, mode: str, **case: Any) -> Tries:
     spec = Case(name="durable", about="", operator={"job": JOB, **MODES[mode], **case.pop("operator", {})}, **case)
-    return Tries(spec, store, monkeypatch)
+    return Tries(spec, monkeypatch, state_store=store)
 
 
 @pytest.fixture
 def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Tries], Tries]]:
-    """Install the stand-in of the test's :class:`Tries` (call it with one) until the test ends."""
-    with contextlib.ExitStack() as stack:
-
-        def install(t: Tries) -> Tries:
-            t.run.recorder = stack.enter_context(installed(t.run.aws, monkeypatch))
-            return t
-
-        yield install
+    yield from installing(monkeypatch)
 
 
 # -- killed mid-wait: a retry re-attaches from the store (3.3), by identity (2.11) ------------------------------
