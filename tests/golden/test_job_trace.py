@@ -58,6 +58,21 @@ def traced(monkeypatch: pytest.MonkeyPatch, provider: TracerProvider, mode: str,
     return Tries(Case(name="traced", about="", operator=operator, **case), monkeypatch, around=around)
 
 
+@pytest.fixture
+def run_traced(
+    monkeypatch: pytest.MonkeyPatch, spans: Any, recording: Any
+) -> Callable[..., tuple[InMemorySpanExporter, Tries]]:
+    """Run a case to its end (each step in a task span): (the exporter, its tries)."""
+    exporter, provider = spans
+
+    def run(mode: str, **case: Any) -> tuple[InMemorySpanExporter, Tries]:
+        t = recording(traced(monkeypatch, provider, mode, **case))
+        t.execute()
+        return exporter, t
+
+    return run
+
+
 def jobs_of(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
     return [s for s in exporter.get_finished_spans() if s.name.startswith("sagemaker.training_job ")]
 
@@ -78,12 +93,8 @@ def parent_name(exporter: InMemorySpanExporter, span: ReadableSpan) -> str | Non
 
 
 @pytest.mark.parametrize(("mode", "step"), [("direct_sync", "task execute"), ("direct_deferred", "task resume")])
-def test_the_job_is_a_span_under_the_task_with_its_phases(
-    mode: str, step: str, monkeypatch: pytest.MonkeyPatch, spans: Any, recording: Any
-) -> None:
-    exporter, provider = spans
-    t = recording(traced(monkeypatch, provider, mode))
-    t.execute()
+def test_the_job_is_a_span_under_the_task_with_its_phases(mode: str, step: str, run_traced: Any) -> None:
+    exporter, t = run_traced(mode)
     (job,) = jobs_of(exporter)
     assert parent_name(exporter, job) == step  # the deferred wait's span comes out when the task resumes
     name = t.last["returned"]["training_job_name"]
@@ -101,12 +112,8 @@ def test_the_job_is_a_span_under_the_task_with_its_phases(
     assert job.start_time == ns(fake.created) and job.end_time == ns(fake.transitions[-1]["StartTime"])
 
 
-def test_a_capacity_fallback_is_an_event_and_each_cluster_a_span(
-    monkeypatch: pytest.MonkeyPatch, spans: Any, recording: Any
-) -> None:
-    exporter, provider = spans
-    t = recording(traced(monkeypatch, provider, "direct_sync", operator=FALLBACKS, training=(NO_CAPACITY,)))
-    t.execute()
+def test_a_capacity_fallback_is_an_event_and_each_cluster_a_span(run_traced: Any) -> None:
+    exporter, _ = run_traced("direct_sync", operator=FALLBACKS, training=(NO_CAPACITY,))
     failed, ran = jobs_of(exporter)
     assert [e.name for e in failed.events] == ["capacity_fallback"]
     assert failed.status.status_code.name == "ERROR" and ran.status.status_code.name == "UNSET"
@@ -114,12 +121,8 @@ def test_a_capacity_fallback_is_an_event_and_each_cluster_a_span(
     assert list(ran.attributes["airflow_hetero.groups.types"]) == ["ml.c5.xlarge", "ml.g5.2xlarge"]  # type: ignore[index]
 
 
-def test_a_budget_stop_is_an_event_with_the_budget(monkeypatch: pytest.MonkeyPatch, spans: Any, recording: Any) -> None:
-    exporter, provider = spans
-    t = recording(
-        traced(monkeypatch, provider, "direct_sync", operator=BUDGET, training=((TRAINING, MAX_RUNTIME_EXCEEDED),))
-    )
-    t.execute()
+def test_a_budget_stop_is_an_event_with_the_budget(run_traced: Any) -> None:
+    exporter, t = run_traced("direct_sync", operator=BUDGET, training=((TRAINING, MAX_RUNTIME_EXCEEDED),))
     assert "raised" in t.last
     (job,) = jobs_of(exporter)
     assert [e.name for e in job.events] == ["budget_stop"]
@@ -127,12 +130,8 @@ def test_a_budget_stop_is_an_event_with_the_budget(monkeypatch: pytest.MonkeyPat
     assert job.attributes["aws.sagemaker.training_job.max_runtime_seconds"] < 7200  # type: ignore[index,operator]
 
 
-def test_a_spot_interruption_is_an_event_and_a_phase(
-    monkeypatch: pytest.MonkeyPatch, spans: Any, recording: Any
-) -> None:
-    exporter, provider = spans
-    t = recording(traced(monkeypatch, provider, "direct_sync", training=(SPOT_INTERRUPTED,)))
-    t.execute()
+def test_a_spot_interruption_is_an_event_and_a_phase(run_traced: Any) -> None:
+    exporter, _ = run_traced("direct_sync", training=(SPOT_INTERRUPTED,))
     (job,) = jobs_of(exporter)
     assert [e.name for e in job.events] == ["spot_interruption"]
     assert [p.name.split()[-1] for p in phases_of(exporter, job)] == [
@@ -144,12 +143,8 @@ def test_a_spot_interruption_is_an_event_and_a_phase(
     ]
 
 
-def test_a_queue_requeue_is_an_event_on_the_attempt_batch_requeued(
-    monkeypatch: pytest.MonkeyPatch, spans: Any, recording: Any
-) -> None:
-    exporter, provider = spans
-    t = recording(traced(monkeypatch, provider, "queue_deferred", services=(QUEUE_CAPACITY_RETRY,)))
-    t.execute()
+def test_a_queue_requeue_is_an_event_on_the_attempt_batch_requeued(run_traced: Any) -> None:
+    exporter, t = run_traced("queue_deferred", services=(QUEUE_CAPACITY_RETRY,))
     assert "returned" in t.last
     first, second = jobs_of(exporter)
     assert [e.name for e in first.events] == ["queue_requeue"] and list(second.events) == []
@@ -157,15 +152,12 @@ def test_a_queue_requeue_is_an_event_on_the_attempt_batch_requeued(
     assert first.attributes["aws.batch.service_job.id"] == t.last["returned"]["service_job"]["job_id"]  # type: ignore[index]
 
 
-def test_a_tracing_error_never_fails_the_task(monkeypatch: pytest.MonkeyPatch, spans: Any, recording: Any) -> None:
-    _, provider = spans
-
+def test_a_tracing_error_never_fails_the_task(monkeypatch: pytest.MonkeyPatch, run_traced: Any) -> None:
     def broken(*_: Any, **__: Any) -> None:
         raise RuntimeError("the exporter is gone")
 
     monkeypatch.setattr(job_trace, "emit_job_span", broken)
-    t = recording(traced(monkeypatch, provider, "direct_sync"))
-    t.execute()
+    _, t = run_traced("direct_sync")
     assert "returned" in t.last
 
 
