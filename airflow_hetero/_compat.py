@@ -3,7 +3,7 @@
 One code base runs on Airflow 2.11 and 3.x. On Airflow 3 each name comes from the Task SDK
 (``airflow.sdk``), which a DAG file has already imported, so a DAG file that uses one operator pays
 for nothing else; on Airflow 2.11, ``airflow.providers.common.compat.sdk`` (a required dependency,
->= 1.13) resolves the same names. Names resolve on first use; every other module imports Airflow
+>= 1.23) resolves the same names. Names resolve on first use; every other module imports Airflow
 authoring classes from here.
 """
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         BaseSensorOperator,
         Context,
         PokeReturnValue,
+        ResumableJobMixin,
     )
     from airflow.sdk.configuration import conf
     from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AIRFLOW_V_3",
+    "DURABLE_JOBS",
     "AirflowException",
     "AirflowFailException",
     "Asset",
@@ -37,6 +39,7 @@ __all__ = [
     "BaseSensorOperator",
     "Context",
     "PokeReturnValue",
+    "ResumableJobMixin",
     "TaskDeferred",
     "TaskInstanceKey",
     "XCom",
@@ -62,15 +65,19 @@ _TASK_SDK = {
     "XCom": "airflow.sdk.execution_time.xcom",
     "TaskInstanceKey": "airflow.sdk.types",
     "Asset": "airflow.sdk",
+    "ResumableJobMixin": "airflow.sdk",
 }
 _COMMON_COMPAT = "airflow.providers.common.compat.sdk"
+#: Names the Task SDK has from Airflow 3.3 on; below it common-compat (>= 1.23) hands out its stand-in
+#: (``ResumableJobMixin``'s submits a job on every try).
+_SINCE_3_3 = frozenset({"ResumableJobMixin"})
 
 
 def __getattr__(name: str) -> Any:
     module = _TASK_SDK.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if not AIRFLOW_V_3:
+    if not AIRFLOW_V_3 or (name in _SINCE_3_3 and not DURABLE_JOBS):
         module = _COMMON_COMPAT
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
@@ -94,6 +101,8 @@ def airflow_version() -> tuple[int, int]:
 
 
 AIRFLOW_V_3 = airflow_version() >= (3, 0)
+#: Airflow 3.3+: ``ResumableJobMixin`` is the Task SDK's and ``context["task_state_store"]`` exists.
+DURABLE_JOBS = airflow_version() >= (3, 3)
 
 
 def default_deferrable() -> bool:

@@ -41,11 +41,21 @@ def classify(describe: dict[str, Any]) -> JobState:
 class TrainingJobError(AirflowException):
     """A training job did not complete; ``job_name`` and ``status`` say which and how."""
 
-    def __init__(self, message: str, *, job_name: str, status: str, failure_reason: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        job_name: str,
+        status: str,
+        failure_reason: str | None = None,
+        describe: dict[str, Any] | None = None,
+    ):
         super().__init__(message)
         self.job_name = job_name
         self.status = status
         self.failure_reason = failure_reason
+        #: The job's last DescribeTrainingJob answer, when the error comes from one (lineage on failure reads it).
+        self.describe = describe
 
 
 class TrainingJobFailedError(TrainingJobError):
@@ -155,6 +165,7 @@ def resolve_outcome(describe: dict[str, Any], *, fail_on_stopped: bool = True) -
             job_name=name,
             status=status,
             failure_reason=reason,
+            describe=describe,
         )
     if state == "stopped":
         if not fail_on_stopped:
@@ -166,6 +177,7 @@ def resolve_outcome(describe: dict[str, Any], *, fail_on_stopped: bool = True) -
                 job_name=name,
                 status=status,
                 failure_reason=reason,
+                describe=describe,
             )
         raise TrainingJobStoppedError(
             f"Training job {name} was stopped"
@@ -174,6 +186,7 @@ def resolve_outcome(describe: dict[str, Any], *, fail_on_stopped: bool = True) -
             job_name=name,
             status=status,
             failure_reason=reason,
+            describe=describe,
         )
     raise ValueError(f"Training job {name} is still {status}")
 

@@ -1,4 +1,5 @@
-"""OpenLineage datasets of a training job: every S3 channel (with its instance groups) in, the model out.
+"""OpenLineage datasets of a training job: every S3 channel (with its instance groups) in, the model out (typed
+``MODEL``), with the run and job facets of :mod:`~airflow_hetero.lineage.run_facets`.
 
 Built from the result dict of the job (``job.outcome.result_dict``: ``input_channels`` and
 ``model_artifacts`` come from DescribeTrainingJob), so the operator and the sensor report the same
@@ -13,6 +14,8 @@ from urllib.parse import urlparse
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
+
+    from airflow_hetero.pricing.billing import BilledCost
 
 #: Where the custom channel facet's fields are described.
 CHANNEL_FACET_SCHEMA = "https://pypi.org/project/airflow-hetero/#sagemakerchannel-facet"
@@ -32,12 +35,23 @@ def s3_dataset_name(uri: str) -> tuple[str, str] | None:
     return f"s3://{parsed.netloc}", parsed.path.lstrip("/").rstrip("/") or "/"
 
 
-def training_lineage(result: dict[str, Any]) -> OperatorLineage[Any, Any]:
-    """Inputs: each S3 channel with a ``sagemakerChannel`` facet (channel, instance groups); output: the model."""
+def training_lineage(
+    result: dict[str, Any],
+    *,
+    identity_tags: list[dict[str, str]] | None = None,
+    cost: BilledCost | None = None,
+    failed: bool = False,
+) -> OperatorLineage[Any, Any]:
+    """Inputs: each S3 channel with a ``sagemakerChannel`` facet (channel, instance groups); output: the model,
+    typed ``MODEL`` (none when the job ``failed``); the run and job facets that name the job
+    (:mod:`~airflow_hetero.lineage.run_facets`)."""
     import attr
     from airflow.providers.common.compat.openlineage.facet import InputDataset, OutputDataset
     from airflow.providers.openlineage.extractors import OperatorLineage
+    from openlineage.client.facet_v2 import dataset_type_dataset
     from openlineage.client.generated.base import InputDatasetFacet
+
+    from airflow_hetero.lineage.run_facets import job_facets, run_facets
 
     @attr.define
     class SageMakerChannelInputDatasetFacet(InputDatasetFacet):
@@ -63,7 +77,13 @@ def training_lineage(result: dict[str, Any]) -> OperatorLineage[Any, Any]:
         )
         inputs.append(InputDataset(namespace=named[0], name=named[1], inputFacets={"sagemakerChannel": facet}))
     outputs = []
-    artifact = s3_dataset_name(str(result.get("model_artifacts") or ""))
+    artifact = None if failed else s3_dataset_name(str(result.get("model_artifacts") or ""))
     if artifact is not None:
-        outputs.append(OutputDataset(namespace=artifact[0], name=artifact[1]))
-    return OperatorLineage(inputs=inputs, outputs=outputs)
+        model = dataset_type_dataset.DatasetTypeDatasetFacet(datasetType="MODEL")
+        outputs.append(OutputDataset(namespace=artifact[0], name=artifact[1], facets={"datasetType": model}))
+    return OperatorLineage(
+        inputs=inputs,
+        outputs=outputs,
+        run_facets=run_facets(result, identity_tags or [], cost),
+        job_facets=job_facets(),
+    )

@@ -91,7 +91,9 @@ def budget_stop(hook: HeteroTrainingHook, err: TrainingJobLimitError, log: Any) 
     message = budget_stop_message(describe, budget_cap_in_tags(tags))
     if message is None:
         return err
-    return TrainingJobBudgetError(message, job_name=err.job_name, status=err.status, failure_reason=err.failure_reason)
+    return TrainingJobBudgetError(
+        message, job_name=err.job_name, status=err.status, failure_reason=err.failure_reason, describe=err.describe
+    )
 
 
 def budget_stopped(task: BudgetTask, run: TrainingRun, err: TrainingJobLimitError) -> TrainingJobLimitError:

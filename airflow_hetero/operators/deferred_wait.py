@@ -30,6 +30,7 @@ class DeferredWait:
         from airflow_hetero.operators.budget_steps import budget_stopped
         from airflow_hetero.operators.capacity_fallback import restored_chain
         from airflow_hetero.operators.direct_run import finished
+        from airflow_hetero.operators.job_trace import trace_ended
         from airflow_hetero.operators.sync_wait import emit_log_tail
 
         task, run = self.task, self.run
@@ -39,14 +40,22 @@ class DeferredWait:
         run.chain = restored_chain(task, capacity)
         if capacity is not None and capacity.get("started_at") is not None:
             run.started_at = float(capacity["started_at"])
+
+        def described(name: str) -> dict[str, Any]:
+            run.ended = run.hook.describe_training_job(name)  # its trace, with the transitions' own times
+            return run.ended
+
         try:
-            result = outcome_from_event(
-                event,
-                describe=run.hook.describe_training_job,
-                stop=run.hook.stop_training_job,
-                fail_on_stopped=task.fail_on_stopped,
-                timeout_message=deferred_timeout_message(event.get("deadline_reason"), task.max_ingestion_time),
-            )
+            try:
+                result = outcome_from_event(
+                    event,
+                    describe=described,
+                    stop=run.hook.stop_training_job,
+                    fail_on_stopped=task.fail_on_stopped,
+                    timeout_message=deferred_timeout_message(event.get("deadline_reason"), task.max_ingestion_time),
+                )
+            finally:
+                trace_ended(task, run)
         except TrainingJobLimitError as err:
             raise budget_stopped(task, run, err) from err.__cause__
         except TrainingJobFailedError as err:
@@ -64,5 +73,8 @@ class DeferredWait:
         job = direct.prepare(new_round=False)  # resumed without the method's kwargs (dag.test): a chain anew
         if not capacity_failed(self.run, err):
             raise err
+        from airflow_hetero.operators.job_store import remember_direct
+
         name, _ = direct.attach(job)
+        remember_direct(self.task, self.run, name)
         direct.defer(name)

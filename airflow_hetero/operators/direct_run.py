@@ -133,8 +133,6 @@ class DirectRun:
         extra links (again for each new attempt). The description is None for a job just submitted."""
         from airflow_hetero.job.capacity_chain import CapacityExhaustedError
         from airflow_hetero.job.identity import TaskIdentity
-        from airflow_hetero.job.waiting import wait_limit_seconds
-        from airflow_hetero.links.training import persist_job_links
         from airflow_hetero.operators.submission import start
 
         task, run = self.task, self.run
@@ -147,15 +145,25 @@ class DirectRun:
         except CapacityExhaustedError as err:
             ti.xcom_push(key=CAPACITY_ATTEMPTS_XCOM_KEY, value=err.attempts)
             raise
+        return self.attached(name, None if submitted else describe)
+
+    def attached(self, name: str, describe: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+        """This run follows job ``name`` (``describe`` None: just submitted): the chain's attempts and the name in
+        XCom, the extra links, ``on_kill``'s job; the walk's re-attach and the task state store's alike."""
+        from airflow_hetero.job.waiting import wait_limit_seconds
+        from airflow_hetero.links.training import persist_job_links
+
+        run = self.run
+        ti = run.context["ti"]
         if run.chain is not None:
             run.chain.new_round = False
             ti.xcom_push(key=CAPACITY_ATTEMPTS_XCOM_KEY, value=run.chain.as_result())
         run.active_job_name = name
-        if not submitted:
+        if describe is not None:
             run.wait_limit = wait_limit_seconds(describe)
         persist_job_links(run.context, job_name=name, region=run.hook.conn_region_name)
         ti.xcom_push(key=JOB_NAME_XCOM_KEY, value=name)
-        return name, None if submitted else describe
+        return name, describe
 
     def deadline(self) -> tuple[float | None, str | None, float | None]:
         """(trigger deadline, what it is, Airflow's own deferral timeout in seconds), from the task's start."""
@@ -199,6 +207,12 @@ class DirectRun:
 
     def execute(self) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer); the result dict."""
+        job = self.prepare()
+        return self.follow(job, *self.attach(job))
+
+    def follow(self, job: Submittable, name: str, describe: dict[str, Any] | None) -> dict[str, Any]:
+        """Wait for job ``name`` (or defer; ``describe`` None: just submitted) and the clusters after it; the result
+        dict."""
         from airflow_hetero.job.outcome import (
             TrainingJobFailedError,
             TrainingJobLimitError,
@@ -208,13 +222,15 @@ class DirectRun:
         )
         from airflow_hetero.operators.budget_steps import budget_stopped
         from airflow_hetero.operators.capacity_fallback import capacity_failed
+        from airflow_hetero.operators.job_store import remember_direct
+        from airflow_hetero.operators.job_trace import trace_ended
         from airflow_hetero.operators.sync_wait import SyncWait, describe_fresh
 
         task, run = self.task, self.run
-        job = self.prepare()
-        name, describe = self.attach(job)
         if describe is not None and classify(describe) == "succeeded":
             task.log.info("Training job %s already completed: returning its result", name)
+            run.ended = describe
+            trace_ended(task, run)
             return finished(task, run, resolve_outcome(describe, fail_on_stopped=task.fail_on_stopped))
         if not task.wait_for_completion:
             return finished(task, run, result_dict(describe or describe_fresh(task, run, name)))
@@ -222,13 +238,18 @@ class DirectRun:
             self.defer(name)
         while True:  # a job failed for lack of capacity is followed by the next cluster's (docs/capacity.md)
             try:
-                return finished(task, run, SyncWait(task, run, name).until_done(describe))
+                try:
+                    result = SyncWait(task, run, name).until_done(describe)
+                finally:
+                    trace_ended(task, run)
+                return finished(task, run, result)
             except TrainingJobFailedError as err:
                 if not capacity_failed(run, err):
                     raise
             except TrainingJobLimitError as err:
                 raise budget_stopped(task, run, err) from err.__cause__
             name, describe = self.attach(job)
+            remember_direct(task, run, name)
 
 
 def finished(task: RunSettings, run: TrainingRun, result: dict[str, Any]) -> dict[str, Any]:

@@ -179,6 +179,7 @@ class HeteroLogSummaryOperator(AwsSettings, TaskPrices, BaseOperator):
         if verdict is not None:
             ti.xcom_push(key=VERDICT_XCOM_KEY, value=verdict)
         cost, queued = cost_of(summary), queue_attempts_of(summary)
+        trace_summary(verdict, cost)
         if cost is not None:
             extra = {"attempts": len(queued["attempts"]), "attempts_total": queued["total"]} if queued else {}
             ti.xcom_push(key=COST_XCOM_KEY, value={**cost, **extra})
@@ -217,3 +218,15 @@ class HeteroLogSummaryOperator(AwsSettings, TaskPrices, BaseOperator):
             "lines": lines,
         }
         return {**summary, "rightsizing": view}
+
+
+def trace_summary(verdict: Mapping[str, Any] | None, cost: Mapping[str, Any] | None) -> None:
+    """Each group's busy %, state and cost, and the verdict, on the task's span (tracing on; never raises)."""
+    from airflow_hetero.operators.job_trace import summary_attributes
+
+    groups: dict[str, dict[str, Any]] = {}
+    for name, judged in ((verdict or {}).get("groups") or {}).items():
+        groups.setdefault(name, {}).update(busy_percent=judged.get("busy_percent"), state=judged.get("state"))
+    for name, priced in ((cost or {}).get("groups") or {}).items():
+        groups.setdefault(name, {})["cost"] = priced.get("cost")
+    summary_attributes(groups, verdict)

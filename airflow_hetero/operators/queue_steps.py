@@ -157,15 +157,23 @@ class QueueRun:
 
     def execute(self) -> dict[str, Any]:
         """Submit or re-attach, then wait (or defer); the result dict."""
+        return self.follow(self.start())
+
+    def start(self) -> dict[str, Any]:
+        """The task instance's service job, re-attached or submitted (the walk of its names); its description."""
         from airflow_hetero.job.identity import TaskIdentity
         from airflow_hetero.operators.submission import start
 
-        task = self.task
         job = self.load()
         identity = TaskIdentity.of(self.context["ti"])
-        kind = ServiceJobs(task, self.run, self.queue)
+        kind = ServiceJobs(self.task, self.run, self.queue)
         _, service, _ = start(self.at, kind, pipeline=QUEUED, job=job, names=self.names(job), identity=identity)
         self.attached(service)
+        return service
+
+    def follow(self, service: dict[str, Any]) -> dict[str, Any]:
+        """Wait for the attached ``service`` job (or defer); the result dict."""
+        task = self.task
         if service.get("status") == "SUCCEEDED":
             self.log.info("Service job %s already succeeded: returning its result", service.get("jobName"))
             return self.outcome(service)
@@ -226,11 +234,13 @@ class QueueRun:
         from airflow_hetero.job.outcome import TrainingJobBudgetError, TrainingJobFailedError, resolve_outcome
         from airflow_hetero.job.service_job import attempt_training_jobs, failure_message, latest_training_job
         from airflow_hetero.operators.direct_run import finished
+        from airflow_hetero.operators.job_trace import trace_queue_attempts
 
         hook = self.run.hook
         self.run.service_job_id = None
         latest = latest_training_job(service)
         training = hook.find_training_job(latest) if latest else None
+        trace_queue_attempts(self.task, self.run, service, {latest: training} if latest and training else {})
         if training is not None:  # the summary of a failed job too reads it
             self.context["ti"].xcom_push(key=JOB_NAME_XCOM_KEY, value=training.get("TrainingJobName"))
         if service.get("status") != "SUCCEEDED" or training is None:
@@ -240,7 +250,11 @@ class QueueRun:
                 from airflow_hetero.operators.budget_steps import record_budget_stop
 
                 err = TrainingJobBudgetError(
-                    stopped, job_name=str(latest), status=str(service.get("status")), failure_reason=reason
+                    stopped,
+                    job_name=str(latest),
+                    status=str(service.get("status")),
+                    failure_reason=reason,
+                    describe=training,
                 )
                 record_budget_stop(self.context, err)
                 raise err
@@ -249,6 +263,7 @@ class QueueRun:
                 job_name=latest or str(service.get("jobName")),
                 status=str(service.get("status")),
                 failure_reason=reason,
+                describe=training,
             )
         result = resolve_outcome(training, fail_on_stopped=self.task.fail_on_stopped)
         billed = [

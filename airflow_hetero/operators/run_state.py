@@ -8,6 +8,7 @@ Imported when the task runs, never at DAG parse.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,3 +51,12 @@ class TrainingRun:
     service_job_id: str | None = None
     #: Queue mode: the Batch hook of this run (built on first use).
     batch_hook: HeteroBatchHook | None = None
+    #: Durable jobs (:mod:`~airflow_hetero.operators.durable`): the wait for the job this run submitted or
+    #: re-attached to, set by ``submit_job`` (or a re-attach from the task state store), run by ``poll_until_complete``.
+    follow: Callable[[], dict[str, Any]] | None = None
+    #: The job (or service job) description that ``get_job_status`` read from the stored reference.
+    described: dict[str, Any] | None = None
+    #: The task's result dict, once the wait ended.
+    result: dict[str, Any] | None = None
+    #: The description of a job the run saw end, until its trace is emitted (:mod:`~.job_trace`).
+    ended: dict[str, Any] | None = None

@@ -132,6 +132,7 @@ class SyncWait:
             follower.follow(final=state not in (None, "running"), rescan=transition)
             if describe is not None and state != "running":
                 run.active_job_name = None
+                run.ended = describe  # its trace (operators/job_trace.py)
                 return resolve_outcome(describe, fail_on_stopped=task.fail_on_stopped)
             if describe is not None and describe.get("TrainingJobStatus") == "Stopping":
                 stopping_since = stopping_since or time.monotonic()

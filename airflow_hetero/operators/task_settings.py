@@ -66,6 +66,14 @@ class SubmitSettings(LoggingTask, Protocol):
     def on_existing_job(self) -> str: ...
 
     @property
+    def durable(self) -> bool:
+        """Airflow's ``ResumableJobMixin`` argument: the job is kept in the task state store (3.3+)."""
+
+    @property
+    def external_id_key(self) -> str:
+        """The task state store's key of the job's reference."""
+
+    @property
     def capacity_attempts(self) -> int | None: ...
 
     @property

@@ -29,12 +29,12 @@ class and the parse-time check (:mod:`~airflow_hetero.definition.validated`).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from airflow_hetero._compat import AirflowFailException, BaseOperator, default_deferrable
+from airflow_hetero._compat import AirflowFailException, BaseOperator, ResumableJobMixin, default_deferrable
 from airflow_hetero.definition.validated import check_at_parse
 from airflow_hetero.links import training_links
 from airflow_hetero.task_arguments import DEFAULT_AWS_CONN_ID, AwsSettings, TaskPrices, aws_template_fields
@@ -42,6 +42,7 @@ from airflow_hetero.task_arguments import DEFAULT_AWS_CONN_ID, AwsSettings, Task
 if TYPE_CHECKING:
     import jinja2
     from airflow.providers.openlineage.extractors import OperatorLineage
+    from pydantic import JsonValue
 
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.definition.job import HeteroTrainingJob
@@ -49,7 +50,9 @@ if TYPE_CHECKING:
     from airflow_hetero.hooks.training import HeteroTrainingHook
     from airflow_hetero.job.batch_queue import BatchQueue
     from airflow_hetero.operators.capacity_argument import CapacityFallback
+    from airflow_hetero.operators.durable import DurableRun
     from airflow_hetero.operators.run_state import TrainingRun
+    from airflow_hetero.pricing.billing import BilledCost
     from airflow_hetero.pricing.settings import PriceSettings
 
 # and JOB_NAME_XCOM_KEY, lazily (module __getattr__)
@@ -57,7 +60,24 @@ __all__ = ["HeteroTrainingOperator", "OnExistingJob"]
 
 #: A string at run time: subscripting ``Literal`` costs a parse measurably, and only type checkers read it.
 OnExistingJob: TypeAlias = 'Literal["reattach", "fail", "new"]'
-_ON_EXISTING = ("reattach", "fail", "new")
+#: Each ``on_existing_job`` and the ``durable`` it is (docs/failure-semantics.md): only "reattach" re-attaches.
+_DURABLE_OF = {"reattach": True, "fail": False, "new": False}
+
+
+def durability(durable: bool | None, on_existing_job: str | None) -> tuple[bool, str]:
+    """(durable, on_existing_job), the one defined through the other: ``durable=True`` is ``"reattach"``,
+    ``durable=False`` is ``"new"`` (or ``"fail"``, given); a contradictory pair is refused."""
+    if on_existing_job is None:
+        on_existing_job = "new" if durable is False else "reattach"
+    if on_existing_job not in _DURABLE_OF:
+        raise ValueError(f"on_existing_job must be one of {tuple(_DURABLE_OF)}, got {on_existing_job!r}")
+    implied = _DURABLE_OF[on_existing_job]
+    if durable is not None and durable is not implied:
+        raise ValueError(
+            f"durable={durable} contradicts on_existing_job={on_existing_job!r}: a durable task re-attaches to its "
+            "job ('reattach'); durable=False is 'new' (or 'fail'). Give one of them"
+        )
+    return implied, on_existing_job
 
 
 def __getattr__(name: str) -> Any:
@@ -90,7 +110,7 @@ def _capacity_of(capacity: Any, kwargs: dict[str, Any]) -> tuple[Any, int | None
     return capacity_of(capacity, kwargs)
 
 
-class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
+class HeteroTrainingOperator(AwsSettings, TaskPrices, ResumableJobMixin, BaseOperator):
     """Run one SageMaker training job (heterogeneous or not) and return a plain result dict.
 
     :param job: the definition: a ``HeteroTrainingJob``, a dict, or a YAML/JSON path (relative
@@ -111,7 +131,11 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
     :param fail_on_stopped: a Stopped job fails the task (default) or counts as success.
     :param on_existing_job: when a job of this task instance already exists: ``"reattach"`` (wait
         for it / return its result / replace a failed one), ``"fail"`` or ``"new"`` (always
-        submit another job under a fresh suffix).
+        submit another job under a fresh suffix). Default: ``"reattach"`` (``"new"`` with ``durable=False``).
+    :param durable: Airflow's ``ResumableJobMixin`` argument: True (the default) is ``on_existing_job="reattach"``,
+        and on Airflow 3.3+ the job is kept in the task state store, which a retry reads first; False is
+        ``on_existing_job="new"`` (a retry submits a new job). A contradictory pair fails the parse
+        (docs/failure-semantics.md).
     :param model_asset: an Asset (or its URI, normally the definition's ``output_path``) this task
         updates when its job completes; the event's extra holds the job name, model artifact,
         instance groups, final metrics and the run's cost (docs/lineage.md). Needs ``wait_for_completion``.
@@ -158,6 +182,9 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
     }
     operator_extra_links = training_links()  # Airflow 3: stand-ins, the link classes load in the worker
     ui_color = "#ede4ff"
+    #: The task state store's key of the job's reference (Airflow 3.3+, :mod:`~airflow_hetero.operators.durable`);
+    #: renaming it breaks the retries of tasks in flight.
+    external_id_key = "airflow_hetero_job"
 
     def __init__(
         self,
@@ -176,7 +203,8 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
         max_ingestion_time: float | None = None,
         print_log: bool = True,
         fail_on_stopped: bool = True,
-        on_existing_job: OnExistingJob = "reattach",
+        on_existing_job: OnExistingJob | None = None,
+        durable: bool | None = None,
         model_asset: Asset | str | None = None,
         prices: Mapping[str, float] | PriceSettings | None = None,
         max_cost: float | str | None = None,
@@ -195,10 +223,10 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
             from airflow_hetero.lineage.outputs import declare_model_asset
 
             self.model_asset = declare_model_asset(self, model_asset)
-        #: The result dict of the job this task saw finish (the lineage listener reads it).
+        #: The result dict of the job this task saw finish or fail (the lineage listener reads it), and its cost.
         self.job_result: dict[str, Any] | None = None
-        if on_existing_job not in _ON_EXISTING:
-            raise ValueError(f"on_existing_job must be one of {_ON_EXISTING}, got {on_existing_job!r}")
+        self.job_cost: BilledCost | None = None
+        self.durable, self.on_existing_job = durability(durable, on_existing_job)  # after the mixin's __init__
         if check_interval <= 0:
             raise ValueError(f"check_interval must be positive, got {check_interval}")
         if (job is None) == (request is None):
@@ -227,7 +255,6 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
         self.max_ingestion_time = max_ingestion_time
         self.print_log = print_log
         self.fail_on_stopped = fail_on_stopped
-        self.on_existing_job = on_existing_job
         self.capacity_attempts = capacity_attempts
         self.capacity_retry_delay = capacity_retry_delay
         if isinstance(max_cost, int | float) and not max_cost > 0:  # a template is checked once rendered
@@ -340,29 +367,75 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
         self.run = TrainingRun(context=context, hook=self.hook)
         return self.run
 
-    def recorded(self, context: Context, result: dict[str, Any]) -> dict[str, Any]:
-        """``result`` (of ``execute`` or a resume), kept for the lineage listener and the model asset's event."""
-        from airflow_hetero.lineage.outputs import record_job_outputs
+    def recorded(self, context: Context, outcome: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``outcome()`` (``execute`` or a resume), its job kept for the lineage listener and the model asset."""
+        from airflow_hetero.lineage.outputs import recorded
 
-        record_job_outputs(self, context, result)
+        result: dict[str, Any] = recorded(self, context, outcome)
         return result
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
-        """Inputs: every S3 channel with its instance groups; output: the model artifact."""
+        """Inputs: every S3 channel with its instance groups; output: the model artifact (a MODEL); the run facets
+        naming the job (ARN, engine, identity tags, instance groups and cost) and its job type (docs/lineage.md)."""
         from airflow_hetero.lineage.outputs import lineage_on_complete
 
-        return lineage_on_complete(self.job_result)
+        return lineage_on_complete(self, task_instance)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
+        """The same facets for a job that failed (no model output); None when the task saw no job end."""
+        from airflow_hetero.lineage.outputs import lineage_on_failure
+
+        return lineage_on_failure(self, task_instance)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        """Submit or re-attach, then wait (or defer) and return the result dict."""
+        """Submit or re-attach (the task state store first, Airflow 3.3+), then wait (or defer); the result dict."""
+        from airflow_hetero.operators.job_store import result_of, resumable_context
+
         run = self.new_run(context)
-        if self.batch_queue is not None:
-            from airflow_hetero.operators.queue_steps import QueueRun
 
-            return self.recorded(context, QueueRun(self, run).execute())
-        from airflow_hetero.operators.direct_run import DirectRun
+        def resumed() -> dict[str, Any]:
+            if context.get("task_state_store") is None:  # outside a task runner (a script, a test): none to resume
+                self.durable_run().without_store()
+            else:
+                self.execute_resumable(resumable_context(self, context))
+            return result_of(run)
 
-        return self.recorded(context, DirectRun(self, run).execute())
+        return self.recorded(context, resumed)
+
+    # -- ResumableJobMixin: each method's body is operators/durable.py's -------------------------
+
+    def durable_run(self) -> DurableRun:
+        """This run's :class:`~airflow_hetero.operators.durable.DurableRun`."""
+        from airflow_hetero.operators.durable import DurableRun
+
+        if self.run is None:
+            raise RuntimeError("the mixin's methods run inside execute")
+        return DurableRun(self, self.run)
+
+    def submit_job(self, context: Context) -> JsonValue:
+        """The walk of the task instance's names: re-attach to its job or submit one; the job's reference."""
+        return self.durable_run().submit()
+
+    def get_job_status(self, external_id: JsonValue, context: Context) -> str:
+        """The stored job's status (one describe), or why it cannot be re-attached."""
+        return self.durable_run().status(external_id)
+
+    def is_job_active(self, status: str) -> bool:
+        from airflow_hetero.operators.job_store import ACTIVE
+
+        return status in ACTIVE
+
+    def is_job_succeeded(self, status: str) -> bool:
+        from airflow_hetero.operators.job_store import SUCCEEDED
+
+        return status in SUCCEEDED
+
+    def poll_until_complete(self, external_id: JsonValue, context: Context) -> None:
+        """Wait for the job (or defer); the result is kept for ``execute``."""
+        self.durable_run().poll(external_id)
+
+    def get_job_result(self, external_id: JsonValue, context: Context) -> dict[str, Any]:
+        return self.durable_run().result(external_id)
 
     def execute_complete(
         self, context: Context, event: dict[str, Any], capacity: dict[str, Any] | None = None
@@ -375,7 +448,7 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
 
         run = self.new_run(context)
         restore_decision(self, run)
-        return self.recorded(context, DeferredWait(self, run).resume(event, capacity))
+        return self.recorded(context, lambda: DeferredWait(self, run).resume(event, capacity))
 
     def execute_queued_complete(
         self, context: Context, event: dict[str, Any], service_job_id: str | None = None, stage: str = "queue"
@@ -387,7 +460,8 @@ class HeteroTrainingOperator(AwsSettings, TaskPrices, BaseOperator):
         job_id = service_job_id or str(event.get("service_job_id"))  # dag.test() resumes without the kwargs
         run = self.new_run(context)
         restore_decision(self, run)
-        return self.recorded(context, QueueRun(self, run).resume(event, job_id, str(event.get("stage") or stage)))
+        stage = str(event.get("stage") or stage)
+        return self.recorded(context, lambda: QueueRun(self, run).resume(event, job_id, stage))
 
     # -- every other end of the task stops its job ---------------------------------------------
 

@@ -10,7 +10,7 @@ Failed and, unless ``fail_on_stopped=False``, Stopped fail the task.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_hetero._compat import BaseSensorOperator, PokeReturnValue, default_deferrable
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from airflow_hetero._compat import Asset, Context
     from airflow_hetero.hooks.training import HeteroTrainingHook
+    from airflow_hetero.pricing.billing import BilledCost
     from airflow_hetero.pricing.settings import PriceSettings
 
 
@@ -73,34 +74,40 @@ class HeteroTrainingSensor(AwsSettings, TaskPrices, BaseSensorOperator):
             from airflow_hetero.lineage.outputs import declare_model_asset
 
             self.model_asset = declare_model_asset(self, model_asset)
-        #: The result dict of the job this task saw finish (the lineage listener reads it).
+        #: The result dict of the job this task saw finish or fail (the lineage listener reads it), and its cost.
         self.job_result: dict[str, Any] | None = None
+        self.job_cost: BilledCost | None = None
         self.job_name = job_name
         self.fail_on_stopped = fail_on_stopped
         self.print_log = print_log
         self.log_tail_lines = log_tail_lines
         self.deferrable = default_deferrable() if deferrable is None else deferrable
 
-    def recorded(self, context: Context, result: Any) -> Any:
-        """``result`` (of ``execute`` or the resume), kept for the lineage listener and the model asset's event."""
-        from airflow_hetero.lineage.outputs import record_job_outputs
+    def recorded(self, context: Context, outcome: Callable[[], Any]) -> Any:
+        """``outcome()`` (``execute`` or the resume), its job kept for the lineage listener and the model asset."""
+        from airflow_hetero.lineage.outputs import recorded
 
-        record_job_outputs(self, context, result)
-        return result
+        return recorded(self, context, outcome)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
-        """Inputs: every S3 channel with its instance groups; output: the model artifact."""
+        """Inputs: every S3 channel with its instance groups; output: the model artifact; the job's run facets."""
         from airflow_hetero.lineage.outputs import lineage_on_complete
 
-        return lineage_on_complete(self.job_result)
+        return lineage_on_complete(self, task_instance)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> OperatorLineage[Any, Any] | None:
+        """The same facets for a job that failed (no model output); None when the task saw no job end."""
+        from airflow_hetero.lineage.outputs import lineage_on_failure
+
+        return lineage_on_failure(self, task_instance)
 
     def execute(self, context: Context) -> Any:
         """Poke/reschedule as usual, or defer to the trigger when ``deferrable``."""
         if not self.deferrable:
-            return self.recorded(context, super().execute(context))
-        result = self.poke(context)
+            return self.recorded(context, lambda: super(HeteroTrainingSensor, self).execute(context))
+        result = self.recorded(context, lambda: self.poke(context))
         if result.is_done:
-            return self.recorded(context, result.xcom_value)
+            return self.recorded(context, lambda: result.xcom_value)
         from airflow_hetero.triggers.training import HeteroTrainingTrigger
 
         self.defer(
@@ -147,14 +154,17 @@ class HeteroTrainingSensor(AwsSettings, TaskPrices, BaseSensorOperator):
         hook = self.make_hook()
         if self.print_log and event.get("status") == "done":
             self._print_tail(hook, None)
-        result = outcome_from_event(
-            event,
-            describe=hook.describe_training_job,
-            stop=None,
-            fail_on_stopped=self.fail_on_stopped,
-            timeout_message=f"did not finish within the sensor timeout ({self.timeout}s)",
+        result = self.recorded(
+            context,
+            lambda: outcome_from_event(
+                event,
+                describe=hook.describe_training_job,
+                stop=None,
+                fail_on_stopped=self.fail_on_stopped,
+                timeout_message=f"did not finish within the sensor timeout ({self.timeout}s)",
+            ),
         )
-        return dict(self.recorded(context, result))
+        return dict(result)
 
     def _print_tail(self, hook: HeteroTrainingHook, describe: dict[str, Any] | None) -> None:
         tailer = hook.log_tailer(self.job_name, emit=lambda line: self.log.info("%s", line), describe=describe)

@@ -627,6 +627,7 @@ class RecordingTI:
 
     def __init__(self, run_id: str, prior: Mapping[tuple[str, str], Any] | None = None) -> None:
         self.dag_id, self.task_id, self.run_id, self.map_index, self.try_number = "golden", "train", run_id, -1, 1
+        self.stats_tags: dict[str, str] = {}  # Airflow 3.3's ResumableJobMixin reads them
         self.prior = dict(prior or {})
         self.store: dict[str, Any] = {}
         self.pushes: list[dict[str, Any]] = []
@@ -827,8 +828,9 @@ def _outcome(call: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
 class CaseRun:
     """Runs one :class:`Case` against a fresh :class:`FakeAws`: construct, execute (each try), every resume."""
 
-    def __init__(self, case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, case: Case, monkeypatch: pytest.MonkeyPatch, state_store: Any = None) -> None:
         self.case = case
+        self.state_store = state_store  # Airflow 3.3's context["task_state_store"] (None: a context without one)
         self.monkeypatch = monkeypatch
         self.aws = FakeAws(
             training=case.training,
@@ -854,6 +856,8 @@ class CaseRun:
     def step(self, name: str, op: Any, ti: RecordingTI, call: Callable[[dict[str, Any]], Any], **said: Any) -> Any:
         """Render the task's templates (as Airflow does before each run of it), run ``call``, record the step."""
         context: dict[str, Any] = {"ti": ti, "task_instance": ti, "run_id": ti.run_id, "params": {}}
+        if self.state_store is not None:
+            context["task_state_store"] = self.state_store
 
         def run() -> Any:
             op.render_template_fields(context)

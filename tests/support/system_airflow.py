@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from support.otlp_receiver import OtlpReceiver
 from support.process_group import Processes, wait_until
 
 BIN = Path(sys.executable).parent
@@ -81,6 +82,8 @@ class Stack:
     endpoint_url: str = ""
     token: str = ""
     dags: Path = field(default_factory=Path)
+    #: The OTLP receiver every component exports its spans to (``[traces] otel_on``).
+    traces: OtlpReceiver | None = None
 
     def airflow(self, name: str, *args: str) -> None:
         """Start ``airflow ARGS`` as the component ``name``."""
@@ -156,8 +159,10 @@ class Stack:
         return "\n".join(f"--- {n} ---\n{s.tail(1500)}" for n, s in self.procs.started.items())
 
     def stop(self) -> None:
-        """Stop Airflow, then the endpoint, then Redis and PostgreSQL."""
+        """Stop Airflow, then the endpoint, then Redis and PostgreSQL, then the trace receiver."""
         self.procs.stop_all(order=(*STOP_ORDER, *SERVICES))
+        if self.traces is not None:
+            self.traces.stop()
 
 
 def run_path(dag_id: str, run_id: str) -> str:
@@ -262,6 +267,19 @@ def airflow_env(stack: Stack, database: str, broker: str, api_port: int) -> dict
         "AWS_DEFAULT_REGION": REGION,
         "AIRFLOW_HETERO_CACHE_DIR": str(stack.root / "hetero-cache"),
         "PYTHONUNBUFFERED": "1",
+        **trace_env(stack),
+    }
+
+
+def trace_env(stack: Stack) -> dict[str, str]:
+    """``[traces] otel_on`` with OTLP/HTTP to the stack's receiver (none: tracing stays off)."""
+    if stack.traces is None:
+        return {}
+    return {
+        "AIRFLOW__TRACES__OTEL_ON": "True",
+        "OTEL_TRACES_EXPORTER": "otlp_proto_http",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": stack.traces.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "500",  # the long-lived components export within half a second
     }
 
 
@@ -272,6 +290,7 @@ def start_stack(root: Path, dags: Path) -> Stack:
         database, broker = start_postgres(stack), start_redis(stack)
         stack.env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))}
         start_endpoint(stack)
+        stack.traces = OtlpReceiver()
         api_port = free_port()
         stack.env = airflow_env(stack, database, broker, api_port)
         stack.api_url = f"http://127.0.0.1:{api_port}"
