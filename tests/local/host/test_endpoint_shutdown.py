@@ -31,7 +31,7 @@ from support.serve_process import alive, host_pids, recorded_pids, serve
 from airflow_hetero.local.api.server import SERVER_STOP_TIMEOUT
 from airflow_hetero.local.api.service import SHUTDOWN_MARGIN
 from airflow_hetero.local.host.process import KILL_WAIT, kill_tree
-from airflow_hetero.local.training.clients import make_client
+from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
 
 pytestmark = pytest.mark.slow
 
@@ -109,13 +109,26 @@ def _start_jobs(url: str, pids_file: Path, count: int) -> list[str]:
     return jobs
 
 
+def _busy_client(url: str) -> Any:
+    """A SageMaker client of the endpoint that sends each call once: the busy threads' own loop is the retry.
+    (With :func:`make_client`'s retries, a call in flight when the endpoint goes away backs off and retries
+    for seconds, and the round waited that long for its threads after the endpoint had exited.)"""
+    import boto3
+    from botocore.config import Config
+
+    session = boto3.session.Session(
+        aws_access_key_id=FAKE_ACCESS_KEY, aws_secret_access_key=FAKE_SECRET_KEY, region_name=DEFAULT_REGION
+    )
+    return session.client("sagemaker", endpoint_url=url, config=Config(retries={"total_max_attempts": 1}))
+
+
 @contextmanager
 def _busy(url: str, threads: int = 4) -> Iterator[None]:
     """Client threads calling ListTrainingJobs without a pause: the server starts a thread per request."""
     stop = threading.Event()
 
     def call() -> None:
-        sm = make_client("sagemaker", url)
+        sm = _busy_client(url)
         while not stop.is_set():
             try:
                 sm.list_training_jobs()
