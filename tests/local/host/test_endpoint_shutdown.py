@@ -172,19 +172,20 @@ def _ctrl_c(proc: subprocess.Popen[str], output: ChildOutput, pids: list[int]) -
 @pytest.mark.parametrize("attempt", range(ROUNDS))
 def test_ctrl_c_under_load_ends_every_host_within_the_bound(workdir: Path, tmp_path: Path, attempt: int) -> None:
     pids_file = tmp_path / "pids"
-    with cpu_burners():
-        proc, url, _, output = serve(workdir, "--stop-grace", str(GRACE))
-        try:
-            jobs = _start_jobs(url, pids_file, count=2)
-            pids = recorded_pids(pids_file) + [pid for job in jobs for pid in host_pids(workdir, job)]
-            assert alive(pids) == pids
-            with _busy(url):
-                time.sleep(0.5)
-                hosts_gone, stopped, exited = _ctrl_c(proc, output, pids)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=KILLED_TIMEOUT)
+    proc, url, _, output = serve(workdir, "--stop-grace", str(GRACE))
+    try:
+        jobs = _start_jobs(url, pids_file, count=2)
+        pids = recorded_pids(pids_file) + [pid for job in jobs for pid in host_pids(workdir, job)]
+        assert alive(pids) == pids
+        # the load is on for the stop (the burners, then the client threads, as before): starting the endpoint
+        # and its hosts under it only made each round longer, and took the cores from the suite's other tests
+        with cpu_burners(), _busy(url):
+            time.sleep(0.5)
+            hosts_gone, stopped, exited = _ctrl_c(proc, output, pids)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=KILLED_TIMEOUT)
     left = alive(pids)
     print(
         f"\nround {attempt}: hosts gone after {hosts_gone:.2f} s, stopped after {stopped:.2f} s, exited after "
@@ -230,15 +231,18 @@ def test_ctrl_c_delivered_to_another_thread_stops_serve(workdir: Path) -> None:
 
 def test_sigkill_of_the_endpoint_ends_its_hosts_within_the_grace(workdir: Path, tmp_path: Path) -> None:
     pids_file = tmp_path / "pids"
-    with cpu_burners():
-        proc, url, _, _ = serve(workdir, "--stop-grace", str(GRACE))
-        try:
-            (job,) = _start_jobs(url, pids_file, count=1)
-            pids = recorded_pids(pids_file) + host_pids(workdir, job)
-            assert alive(pids) == pids
-        finally:
-            proc.kill()  # no chance to clean up: the shims notice their parent is gone
-            proc.wait(timeout=KILLED_TIMEOUT)
+    proc, url, _, _ = serve(workdir, "--stop-grace", str(GRACE))
+    try:
+        (job,) = _start_jobs(url, pids_file, count=1)
+        pids = recorded_pids(pids_file) + host_pids(workdir, job)
+        assert alive(pids) == pids
+    except BaseException:
+        proc.kill()
+        proc.wait(timeout=KILLED_TIMEOUT)
+        raise
+    with cpu_burners():  # the load is on from the kill until the hosts are gone
+        proc.kill()  # no chance to clean up: the shims notice their parent is gone
+        proc.wait(timeout=KILLED_TIMEOUT)
         killed = time.monotonic()
         while alive(pids) and time.monotonic() < killed + 30:
             time.sleep(0.05)
