@@ -44,6 +44,35 @@ if os.environ.get("HETERO_STACKS_PIDS"):
     Path(os.environ["HETERO_STACKS_PIDS"], str(os.getpid())).touch()
 
 
+def _one_botocore_data_loader() -> None:
+    """Every botocore session of a test process reads botocore's JSON data through one caching loader.
+
+    A session normally makes a loader of its own, so each new session parses endpoints.json and the
+    service model again: about 0.1 s of CPU per boto3 client, and the suite builds well over a thousand
+    (each hook, the offline endpoint's own clients, the tests' clients) -- a third of a suite's CPU,
+    measured with py-spy. The data read is the same; only the parsing is done once per process (as the
+    Amazon provider's async sessions and tests/support/golden_recorder.py share theirs). Child processes
+    (``local serve``, the demo, the benchmarks) are untouched. A session with its own ``data_path``
+    (``AWS_DATA_PATH``) gets a loader of that path, shared with the sessions of the same path.
+    """
+    import functools
+
+    import botocore.loaders
+    import botocore.session
+
+    loader_of = functools.cache(botocore.loaders.create_loader)
+
+    def register_data_loader(session: botocore.session.Session) -> None:
+        session._components.lazy_register_component(
+            "data_loader", lambda: loader_of(session.get_config_variable("data_path"))
+        )
+
+    botocore.session.Session._register_data_loader = register_data_loader  # type: ignore[method-assign]
+
+
+_one_botocore_data_loader()
+
+
 @pytest.fixture(autouse=True)
 def _fixed_ports(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test marked ``fixed_ports`` runs alone among such tests on this machine (support.loopback)."""

@@ -66,6 +66,10 @@ def jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
     from airflow_hetero._retry import RetryPolicy
 
     monkeypatch.setattr(HeteroTrainingHook, "default_retry_policy", RetryPolicy(3, 0.01, 0.02))
+    # no botocore-level retries (the hooks' and the watcher's own are the ones that count): MotoJobs' jobs have no
+    # end time, so moto's ListTrainingJobs answers 500 and the trigger's watcher describes instead (its fallback),
+    # after botocore's backoff (~12 s of the deferred run) when botocore retries
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     with moto_server() as url:
         name, value = aws_connection_env("moto_e2e", url)
         monkeypatch.setenv(name, value)

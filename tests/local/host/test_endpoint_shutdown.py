@@ -31,7 +31,7 @@ from support.serve_process import alive, host_pids, recorded_pids, serve
 from airflow_hetero.local.api.server import SERVER_STOP_TIMEOUT
 from airflow_hetero.local.api.service import SHUTDOWN_MARGIN
 from airflow_hetero.local.host.process import KILL_WAIT, kill_tree
-from airflow_hetero.local.training.clients import make_client
+from airflow_hetero.local.training.clients import DEFAULT_REGION, FAKE_ACCESS_KEY, FAKE_SECRET_KEY, make_client
 
 pytestmark = pytest.mark.slow
 
@@ -109,13 +109,26 @@ def _start_jobs(url: str, pids_file: Path, count: int) -> list[str]:
     return jobs
 
 
+def _busy_client(url: str) -> Any:
+    """A SageMaker client of the endpoint that sends each call once: the busy threads' own loop is the retry.
+    (With :func:`make_client`'s retries, a call in flight when the endpoint goes away backs off and retries
+    for seconds, and the round waited that long for its threads after the endpoint had exited.)"""
+    import boto3
+    from botocore.config import Config
+
+    session = boto3.session.Session(
+        aws_access_key_id=FAKE_ACCESS_KEY, aws_secret_access_key=FAKE_SECRET_KEY, region_name=DEFAULT_REGION
+    )
+    return session.client("sagemaker", endpoint_url=url, config=Config(retries={"total_max_attempts": 1}))
+
+
 @contextmanager
 def _busy(url: str, threads: int = 4) -> Iterator[None]:
     """Client threads calling ListTrainingJobs without a pause: the server starts a thread per request."""
     stop = threading.Event()
 
     def call() -> None:
-        sm = make_client("sagemaker", url)
+        sm = _busy_client(url)
         while not stop.is_set():
             try:
                 sm.list_training_jobs()
@@ -159,19 +172,20 @@ def _ctrl_c(proc: subprocess.Popen[str], output: ChildOutput, pids: list[int]) -
 @pytest.mark.parametrize("attempt", range(ROUNDS))
 def test_ctrl_c_under_load_ends_every_host_within_the_bound(workdir: Path, tmp_path: Path, attempt: int) -> None:
     pids_file = tmp_path / "pids"
-    with cpu_burners():
-        proc, url, _, output = serve(workdir, "--stop-grace", str(GRACE))
-        try:
-            jobs = _start_jobs(url, pids_file, count=2)
-            pids = recorded_pids(pids_file) + [pid for job in jobs for pid in host_pids(workdir, job)]
-            assert alive(pids) == pids
-            with _busy(url):
-                time.sleep(0.5)
-                hosts_gone, stopped, exited = _ctrl_c(proc, output, pids)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=KILLED_TIMEOUT)
+    proc, url, _, output = serve(workdir, "--stop-grace", str(GRACE))
+    try:
+        jobs = _start_jobs(url, pids_file, count=2)
+        pids = recorded_pids(pids_file) + [pid for job in jobs for pid in host_pids(workdir, job)]
+        assert alive(pids) == pids
+        # the load is on for the stop (the burners, then the client threads, as before): starting the endpoint
+        # and its hosts under it only made each round longer, and took the cores from the suite's other tests
+        with cpu_burners(), _busy(url):
+            time.sleep(0.5)
+            hosts_gone, stopped, exited = _ctrl_c(proc, output, pids)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=KILLED_TIMEOUT)
     left = alive(pids)
     print(
         f"\nround {attempt}: hosts gone after {hosts_gone:.2f} s, stopped after {stopped:.2f} s, exited after "
@@ -217,15 +231,18 @@ def test_ctrl_c_delivered_to_another_thread_stops_serve(workdir: Path) -> None:
 
 def test_sigkill_of_the_endpoint_ends_its_hosts_within_the_grace(workdir: Path, tmp_path: Path) -> None:
     pids_file = tmp_path / "pids"
-    with cpu_burners():
-        proc, url, _, _ = serve(workdir, "--stop-grace", str(GRACE))
-        try:
-            (job,) = _start_jobs(url, pids_file, count=1)
-            pids = recorded_pids(pids_file) + host_pids(workdir, job)
-            assert alive(pids) == pids
-        finally:
-            proc.kill()  # no chance to clean up: the shims notice their parent is gone
-            proc.wait(timeout=KILLED_TIMEOUT)
+    proc, url, _, _ = serve(workdir, "--stop-grace", str(GRACE))
+    try:
+        (job,) = _start_jobs(url, pids_file, count=1)
+        pids = recorded_pids(pids_file) + host_pids(workdir, job)
+        assert alive(pids) == pids
+    except BaseException:
+        proc.kill()
+        proc.wait(timeout=KILLED_TIMEOUT)
+        raise
+    with cpu_burners():  # the load is on from the kill until the hosts are gone
+        proc.kill()  # no chance to clean up: the shims notice their parent is gone
+        proc.wait(timeout=KILLED_TIMEOUT)
         killed = time.monotonic()
         while alive(pids) and time.monotonic() < killed + 30:
             time.sleep(0.05)
