@@ -19,6 +19,7 @@ import pytest
 from support.local_jobkit import host_metric_names, log_lines, put_source, request, unique, wait
 
 from airflow_hetero._compat import AIRFLOW_V_3
+from airflow_hetero.amounts import round_amount
 from airflow_hetero.local import LocalEndpoint
 from airflow_hetero.logs.per_group import CostSpec, natural_key
 from airflow_hetero.logs.summarize import summarize_training_job
@@ -230,8 +231,8 @@ def test_operator_returns_the_summary_with_each_group_once(
     for name, group in summary["groups"].items():
         price = cost["prices"][group["instance_type"]]
         assert price["source"] in ("pricing_api", "cache") and "stand-in" in price["description"]
-        assert cost["groups"][name]["cost"] == round(group["instance_seconds"] * price["per_hour"] / 3600, 4)
-    assert cost["total"] == round(sum(g["cost"] for g in cost["groups"].values()), 4)
+        assert cost["groups"][name]["cost"] == round_amount(group["instance_seconds"] * price["per_hour"] / 3600)
+    assert cost["total"] == round_amount(sum(g["cost"] for g in cost["groups"].values()))
     groups = summary["groups"]
     assert all(len(lines) <= 2 for lines in groups["data_group"]["tail"].values())
     assert groups["dnn_group"]["metrics"]["train:loss"]["best"] == 0.4
