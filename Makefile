@@ -109,12 +109,13 @@ docs: $(STAMP)
 	$(TIMED) docs $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 pytest: $(STAMP) $(SDK_STAMP) $(SDK3_STAMP) $(WHEEL_STAMP)
-	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) --limit $(SUITE_LIMIT) pytest $(BIN)/pytest $(PYTEST_ARGS)
+	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) --limit $(SUITE_LIMIT) pytest $(BIN)/pytest $(PYTEST_ARGS) \
+		--airflow-free-share airflow3
 
-# The test files that involve no Airflow (tests/support/airflow_free.py) run in the Airflow 3 suite only.
+# The test files that involve no Airflow (tests/support/airflow_free.py) run once: each suite runs its share.
 pytest-af2: $(AF2_STAMP) $(WHEEL_STAMP)
 	AIRFLOW_HETERO_TEST_WHEEL=$(WHEEL_FILE) $(TIMED) --limit $(SUITE_LIMIT) pytest-af2 $(AF2_BIN)/pytest $(PYTEST_ARGS) \
-		--skip-airflow-free
+		--airflow-free-share airflow2
 
 # A new user's install, resolved (not installed) next to Airflow 2.11 and the latest Airflow 3 by the
 # oldest pip the README names, in a fresh venv that ignores this machine's pip settings (PyPI only).

@@ -99,18 +99,19 @@ def airflow_db() -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--skip-airflow-free",
-        action="store_true",
-        help="deselect the test files of the parts that import no Airflow which involve no Airflow either "
-        "(support/airflow_free.py): `make test` runs them once, in the Airflow 3 suite",
+        "--airflow-free-share",
+        choices=("airflow3", "airflow2"),
+        help="run only this suite's share of the test files that involve no Airflow (support/airflow_free.py); "
+        "`make test` gives each suite its share, so each such file runs once",
     )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--skip-airflow-free``: leave out what the other suite runs (the deselected count says how many)."""
-    if not config.getoption("--skip-airflow-free"):
+    """``--airflow-free-share``: leave out the Airflow-free files the other suite runs (counted as deselected)."""
+    share = config.getoption("--airflow-free-share")
+    if share is None:
         return
-    from support.airflow_free import AIRFLOW_FREE_PARTS, involves_airflow
+    from support.airflow_free import AIRFLOW_FREE_PARTS, involves_airflow, runs_in
 
     tests = Path(__file__).resolve().parent
     verdicts: dict[Path, bool] = {}
@@ -118,11 +119,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     drop: list[pytest.Item] = []
     for item in items:
         path = item.path.resolve()
-        if path.relative_to(tests).parts[0] not in AIRFLOW_FREE_PARTS:
+        relative = path.relative_to(tests)
+        if relative.parts[0] not in AIRFLOW_FREE_PARTS:
             keep.append(item)
             continue
         if path not in verdicts:
-            verdicts[path] = involves_airflow(path, tests / "support")
+            verdicts[path] = involves_airflow(path, tests / "support") or runs_in(relative.as_posix()) == share
         (keep if verdicts[path] else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

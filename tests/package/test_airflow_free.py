@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.airflow_free import AIRFLOW_FREE_PARTS, involves_airflow
+from support.airflow_free import AIRFLOW_FREE_PARTS, involves_airflow, runs_in
 
 TESTS = Path(__file__).resolve().parents[1]
 SUPPORT = TESTS / "support"
@@ -48,6 +48,8 @@ def test_what_reaches_airflow_counts_directly_through_support_modules_or_the_doc
 def test_the_files_run_once_import_no_airflow() -> None:
     files = _free_files()
     assert any(f.relative_to(TESTS).parts[0] == "local" for f in files)  # the endpoint's tests are the bulk
+    shares = {runs_in(f.relative_to(TESTS).as_posix()) for f in files}
+    assert shares == {"airflow3", "airflow2"}  # each suite runs its share, and only one suite runs a file
     code = (
         "import importlib.util, json, sys\n"
         "for path in sys.argv[1:]:\n"

@@ -1,4 +1,4 @@
-"""Which test files involve no Airflow, so that `make test` runs them once (in the Airflow 3 suite), not twice.
+"""Which test files involve no Airflow, so that `make test` runs them once, not in both suites.
 
 The parts under test here import no Airflow, not even inside a function (import-linter contracts in
 pyproject.toml hold ``definition``, ``pricing``, ``logs``, ``runtime`` and the offline endpoint to it; ``job``
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["AIRFLOW_FREE_PARTS", "involves_airflow"]
+__all__ = ["AIRFLOW_FREE_PARTS", "IN_THE_2_11_SUITE", "involves_airflow", "runs_in"]
 
 #: The folders of tests/ whose subjects import no Airflow.
 AIRFLOW_FREE_PARTS = frozenset({"local", "runtime", "logs", "definition", "pricing"})
@@ -28,6 +28,9 @@ _AIRFLOW = re.compile(
 )
 #: Support modules that run code this text does not show (the docs' examples): a file using one involves Airflow.
 _RUNS_OTHER_CODE = frozenset({"doc_examples"})
+#: The folders whose Airflow-free files `make test` runs in the Airflow 2.11 suite (the others' run in the Airflow 3
+#: suite): the 2.11 suite has fewer tests of its own, so the two end together.
+IN_THE_2_11_SUITE = ("local/host", "local/batch", "local/training")
 _SUPPORT_IMPORT = re.compile(r"^\s*(?:from support\.(\w+) import|import support\.(\w+))", re.M)
 
 
@@ -48,3 +51,9 @@ def involves_airflow(path: Path, support: Path, _seen: set[str] | None = None) -
         if module.exists() and involves_airflow(module, support, seen):
             return True
     return False
+
+
+def runs_in(relative: str) -> str:
+    """The suite, ``"airflow3"`` or ``"airflow2"``, that runs the Airflow-free test file at ``relative`` (a path
+    below tests/, with ``/``)."""
+    return "airflow2" if relative.startswith(tuple(f"{folder}/" for folder in IN_THE_2_11_SUITE)) else "airflow3"
