@@ -75,13 +75,15 @@ _one_botocore_data_loader()
 
 @pytest.fixture(autouse=True)
 def _fixed_ports(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test marked ``fixed_ports`` runs alone among such tests on this machine (support.loopback)."""
-    if request.node.get_closest_marker("fixed_ports") is None:
+    """A test marked ``fixed_ports(PORT, ...)`` runs alone among the tests of those ports on this machine
+    (support.loopback)."""
+    marker = request.node.get_closest_marker("fixed_ports")
+    if marker is None:
         yield
         return
     from support.loopback import fixed_ports
 
-    with fixed_ports():
+    with fixed_ports(*marker.args):
         yield
 
 

@@ -15,7 +15,7 @@ from support.installed import ROOT, built_wheel, run_without_modules, scratch_ve
 from airflow_hetero.demo import NO_CAPACITY_TYPE
 
 #: the example job's hosts listen on port 7100 of their loopback addresses
-pytestmark = pytest.mark.fixed_ports
+pytestmark = pytest.mark.fixed_ports(7100)
 
 #: The most lines the default output may take (44 seen: steps, table, capacity line, verdict, deploy).
 SHORT = 50

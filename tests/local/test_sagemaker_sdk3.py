@@ -84,7 +84,7 @@ def test_sdk_v3_trains_on_two_groups_waits_fails_and_stops(endpoint: LocalEndpoi
 
 
 @needs_sdk3
-@pytest.mark.fixed_ports  # torchrun's rendezvous port
+@pytest.mark.fixed_ports(runtime.DEFAULT_MASTER_PORT)  # torchrun's rendezvous port
 def test_torchrun_runs_on_the_distribution_group_only(endpoint: LocalEndpoint, tmp_path: Path) -> None:
     seen, _ = run_client(endpoint, tmp_path, f"torchrun={Path(runtime.__file__).parent}")
     job = seen["torchrun"]

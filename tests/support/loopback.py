@@ -1,10 +1,12 @@
-"""One test at a time on this machine whose training hosts listen on fixed ports.
+"""One test at a time on this machine whose training hosts listen on a given fixed port.
 
 Every offline endpoint gives its jobs' hosts the addresses ``127.0.<slot>.<n>`` with slots counted
 from 1, so the hosts of two endpoints (two pytest-xdist workers, or the Airflow 2 and 3 suites that
 ``make test`` runs side by side) share addresses. Hosts that listen on a port they do not choose
-(the example job's 7100, torchrun's and the toolkit's rendezvous ports) would then collide. Tests
-marked ``fixed_ports`` hold this machine-wide lock while they run (tests/conftest.py).
+(the example job's 7100, the toolkit's torch/MPI rendezvous port 7777, torchrun's 29500) would then
+collide with hosts listening on the same port. Tests marked ``fixed_ports(PORT, ...)`` hold a
+machine-wide lock per port they name while they run (tests/conftest.py): two tests of the same port
+never overlap, tests of different ports may (their hosts cannot collide on a port).
 """
 
 from __future__ import annotations
@@ -12,18 +14,26 @@ from __future__ import annotations
 import fcntl
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-LOCK = Path(tempfile.gettempdir()) / "airflow-hetero-tests-fixed-ports.lock"
+#: The lock files, one per port: ``airflow-hetero-tests-fixed-port-<port>.lock``.
+LOCK_DIR = Path(tempfile.gettempdir())
+
+
+def lock_file(port: int) -> Path:
+    return LOCK_DIR / f"airflow-hetero-tests-fixed-port-{port}.lock"
 
 
 @contextmanager
-def fixed_ports() -> Iterator[None]:
-    """Hold the lock (waiting for any other holder) for the ``with`` block."""
-    with LOCK.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def fixed_ports(*ports: int) -> Iterator[None]:
+    """Hold the lock of each of ``ports`` (waiting for any other holder) for the ``with`` block; taken in
+    ascending order, so two tests that name several ports cannot wait for each other."""
+    if not ports:
+        raise ValueError("fixed_ports: name the port(s) the test's hosts listen on, e.g. fixed_ports(7100)")
+    with ExitStack() as stack:
+        for port in sorted(set(ports)):
+            handle = stack.enter_context(lock_file(port).open("a"))
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            stack.callback(fcntl.flock, handle, fcntl.LOCK_UN)
+        yield

@@ -70,7 +70,7 @@ def _model(s3: Any, uri: str) -> dict[str, dict[str, Any]]:
         }
 
 
-@pytest.mark.fixed_ports  # the rendezvous listens on MASTER_PORT
+@pytest.mark.fixed_ports(int(toolkit_env.TORCH_MASTER_PORT))  # the rendezvous listens on MASTER_PORT
 @pytest.mark.parametrize("strategy", ["sagemaker_torch_distributed_enabled", "sagemaker_mpi_enabled"])
 def test_host_names_resolve_and_the_distribution_group_gets_the_launcher_env(
     endpoint: LocalEndpoint, sm: Any, s3: Any, strategy: str
