@@ -132,7 +132,8 @@ def _rest_actions() -> dict[str, str]:
 def fault_proxy(upstream: str, hold_seconds: float = 3.0) -> Iterator[FaultProxy]:
     """A running :class:`FaultProxy` in front of ``upstream``."""
     proxy = FaultProxy(upstream, hold_seconds)
-    thread = threading.Thread(target=proxy.server.serve_forever, daemon=True)
+    # a short poll: shutdown() waits for serve_forever to notice (0.5 s by default, at every test's end)
+    thread = threading.Thread(target=proxy.server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield proxy

@@ -125,7 +125,8 @@ def tls_moto_endpoint(folder: Path) -> Iterator[TlsEndpoint]:
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler, ssl_context=context)
     tunnels: list[str] = []
     proxy = _Proxy(("127.0.0.1", server.server_port), tunnels)
-    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (server, proxy)]
+    # a short poll: shutdown() waits for serve_forever to notice (0.5 s by default)
+    threads = [threading.Thread(target=s.serve_forever, args=(0.05,), daemon=True) for s in (server, proxy)]
     for thread in threads:
         thread.start()
     try:
