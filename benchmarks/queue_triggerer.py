@@ -153,14 +153,16 @@ def fetch_json(url: str) -> Any:
 # -- one triggerer -------------------------------------------------------------------------------------
 
 
-def run_variant(variant: str, info_file: str, jobs: int, interval: float, window: float) -> dict[str, float]:
+def run_variant(
+    variant: str, info_file: str, jobs: int, interval: float, window: float, phases: triggerer.Phases | None = None
+) -> dict[str, float]:
     """In this process: ``jobs`` triggers of ``variant`` on the endpoint described by ``info_file``."""
     info = json.loads(Path(info_file).read_text(encoding="utf-8"))
     if variant == "direct":
         make = triggerer.trigger_factory("ours", interval)
         port = int(info["port"])
         return triggerer.run_triggers(
-            "ours", jobs, interval, window, make, lambda: triggerer.endpoint_stats(port)["calls"]
+            "ours", jobs, interval, window, make, lambda: triggerer.endpoint_stats(port)["calls"], phases
         )
     from airflow_hetero.triggers.queue import HeteroServiceJobTrigger
 
@@ -172,10 +174,14 @@ def run_variant(variant: str, info_file: str, jobs: int, interval: float, window
             job["id"], job_name=job["name"], job_queue=QUEUE, aws_conn_id=triggerer.CONN_ID, poll_interval=interval
         )
 
-    return triggerer.run_triggers("queue", jobs, interval, window, make_queued, lambda: fetch_json(info["stats"]))
+    return triggerer.run_triggers(
+        "queue", jobs, interval, window, make_queued, lambda: fetch_json(info["stats"]), phases
+    )
 
 
-def measure(variant: str, jobs: int, interval: float, window: float) -> dict[str, float]:
+def measure(
+    variant: str, jobs: int, interval: float, window: float, phases: triggerer.Phases | None = None
+) -> dict[str, float]:
     """Start ``variant``'s endpoint (its own process), then its triggerer (another)."""
     with tempfile.TemporaryDirectory() as tmp:
         info_file = os.path.join(tmp, "info.json")
@@ -198,6 +204,7 @@ def measure(variant: str, jobs: int, interval: float, window: float) -> dict[str
                 Path(info_file).write_text(json.dumps({"port": port}), encoding="utf-8")
             code = [sys.executable, "-m", "benchmarks.queue_triggerer", "--run", variant, "--info", info_file]
             code += ["--jobs", str(jobs), "--interval", str(interval), "--window", str(window)]
+            code += (phases or triggerer.Phases()).argv()
             out = subprocess.run(code, env=triggerer.connection_env(url), check=True, capture_output=True, text=True)
         finally:
             server.kill()
@@ -257,15 +264,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--info", help=argparse.SUPPRESS)
+    triggerer.add_phase_options(parser)
     args = parser.parse_args(argv)
+    phases = triggerer.Phases(args.warm_up, args.settle)
     if args.serve:
         serve_queue(args.serve, args.jobs)
         return 0
     if args.run:
-        print(json.dumps(run_variant(args.run, args.info, args.jobs, args.interval, args.window)))
+        print(json.dumps(run_variant(args.run, args.info, args.jobs, args.interval, args.window, phases)))
         return 0
     variants = [args.only] if args.only else list(VARIANTS)
-    results = {v: measure(v, args.jobs, args.interval, args.window) for v in variants}
+    results = {v: measure(v, args.jobs, args.interval, args.window, phases) for v in variants}
     print("\n".join(report(results, args.jobs, args.interval)))
     return 0
 

@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -191,6 +192,42 @@ def trigger_factory(variant: str, interval: float) -> Callable[[int], Any]:
     )
 
 
+@dataclass(frozen=True)
+class Phases:
+    """How long a run gives its triggers before the steady window: ``warm_up`` seconds for the first one (its
+    libraries, connection and client; default ``max(interval, 3)``), then ``settle`` seconds for the other N - 1
+    to start and be checked once (default ``max(2 x interval, 10)``). The defaults suit large N; a small run
+    (the tests' few jobs) may give less."""
+
+    warm_up: float | None = None
+    settle: float | None = None
+
+    def seconds(self, interval: float) -> tuple[float, float]:
+        warm_up = max(interval, 3.0) if self.warm_up is None else self.warm_up
+        settle = max(2 * interval, 10.0) if self.settle is None else self.settle
+        return warm_up, settle
+
+    def argv(self) -> list[str]:
+        """These phases as the command-line options of :func:`add_phase_options`."""
+        return [*(["--warm-up", str(self.warm_up)] if self.warm_up is not None else []),
+                *(["--settle", str(self.settle)] if self.settle is not None else [])]  # fmt: skip
+
+
+def add_phase_options(parser: argparse.ArgumentParser) -> None:
+    """``--warm-up`` and ``--settle`` (:class:`Phases`)."""
+    parser.add_argument(
+        "--warm-up",
+        type=float,
+        help="seconds for the first trigger before the others start (default: max(interval, 3))",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        help="seconds for the other triggers to start and be checked once, before the steady window "
+        "(default: max(2 x interval, 10))",
+    )
+
+
 def run_triggers(
     variant: str,
     jobs: int,
@@ -198,12 +235,15 @@ def run_triggers(
     window: float,
     make: Callable[[int], Any] | None = None,
     calls: Callable[[], dict[str, int]] | None = None,
+    phases: Phases | None = None,
 ) -> dict[str, float]:
     """In this process: start ``jobs`` triggers in one loop, watch them for ``window`` seconds.
 
     ``make`` builds trigger ``i`` (``variant``'s by default); ``calls`` reads the endpoint's request counts by
-    action: those made in the steady window are returned as ``calls:<action>``.
+    action: those made in the steady window are returned as ``calls:<action>``. ``phases``: how long the first
+    trigger and then the others get before the steady window (:class:`Phases`).
     """
+    warm_up, settle = (phases or Phases()).seconds(interval)
     import asyncio
     import gc
     import resource
@@ -267,12 +307,12 @@ def run_triggers(
         tick = asyncio.ensure_future(ticker())
         # one trigger first: libraries, connection and the first client are paid once by any triggerer
         await create_triggers(range(1))
-        await asyncio.sleep(max(interval, 3.0))
+        await asyncio.sleep(warm_up)
         rss_warm = proc.memory_info().rss
         phase = "start"
         started = time.time()
         await create_triggers(range(1, jobs))
-        await asyncio.sleep(max(2 * interval, 10.0))  # everything started and checked at least once
+        await asyncio.sleep(settle)  # everything started and checked at least once
         phase = "steady"
         before = await asyncio.to_thread(calls) if calls else {}
         cpu0, t0 = time.process_time(), time.time()
@@ -337,11 +377,14 @@ def connection_env(url: str) -> dict[str, str]:
     }
 
 
-def measure(variant: str, port: int, jobs: int, interval: float, window: float) -> dict[str, float]:
+def measure(
+    variant: str, port: int, jobs: int, interval: float, window: float, phases: Phases | None = None
+) -> dict[str, float]:
     """Run one variant in a fresh process (a triggerer of its own)."""
     env = connection_env(f"http://127.0.0.1:{port}")
     code = [sys.executable, "-m", "benchmarks.triggerer", "--run", variant]
     code += ["--jobs", str(jobs), "--interval", str(interval), "--window", str(window)]
+    code += (phases or Phases()).argv()
     with tempfile.TemporaryDirectory() as settings_dir:
         if variant.endswith("-frozen"):
             Path(settings_dir, "airflow_local_settings.py").write_text(FREEZE_SETTINGS, encoding="utf-8")
@@ -372,12 +415,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also run ours in a triggerer whose airflow_local_settings calls gc.freeze()",
     )
+    add_phase_options(parser)
     args = parser.parse_args(argv)
+    phases = Phases(args.warm_up, args.settle)
     if args.serve:
         serve(args.serve, args.jobs)
         return 0
     if args.run:
-        result = run_triggers(args.run, args.jobs, args.interval, args.window)
+        result = run_triggers(args.run, args.jobs, args.interval, args.window, phases=phases)
         print(json.dumps(result))
         return 0
 
@@ -394,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                 while not port_path.exists() or not port_path.read_text(encoding="utf-8"):
                     time.sleep(0.05)
                 port = int(port_path.read_text(encoding="utf-8"))
-                result = measure(variant, port, args.jobs, args.interval, args.window)
+                result = measure(variant, port, args.jobs, args.interval, args.window, phases)
                 stats = endpoint_stats(port)
             finally:
                 server.kill()
