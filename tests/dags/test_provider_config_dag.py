@@ -117,9 +117,13 @@ def dag_module(airflow_db: None, endpoint: LocalEndpoint, monkeypatch: pytest.Mo
 def test_a_provider_config_runs_unchanged_with_its_uploads_and_role_name(
     dag_module: Any, endpoint: LocalEndpoint
 ) -> None:
-    role = endpoint.client("iam").create_role(
-        RoleName="SageMakerRole", AssumeRolePolicyDocument='{"Version": "2012-10-17", "Statement": []}'
-    )["Role"]["Arn"]
+    iam = endpoint.client("iam")
+    try:
+        role = iam.create_role(
+            RoleName="SageMakerRole", AssumeRolePolicyDocument='{"Version": "2012-10-17", "Statement": []}'
+        )["Role"]["Arn"]
+    except iam.exceptions.EntityAlreadyExistsException:  # IAM is moto's, one per process: an earlier file made it
+        role = iam.get_role(RoleName="SageMakerRole")["Role"]["Arn"]
     dag_run = dag_module.dag.test()
     (ti,) = dag_run.get_task_instances()
     assert str(ti.state) == "success"
