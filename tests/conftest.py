@@ -88,8 +88,37 @@ def _fixed_ports(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def airflow_db() -> None:
-    """Migrate the throwaway metadata DB (AIRFLOW_HOME above, one per process) once per test session."""
+def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Migrate the throwaway metadata DB (AIRFLOW_HOME above, one per process) once per test session.
+
+    Under pytest-xdist, ``airflow db migrate`` runs once per test run: the first worker that needs the DB
+    migrates its own and keeps a copy beside the workers' temporary folders (one run's, under a lock), and
+    the others copy that file (a few MB) instead of migrating theirs (an Airflow start-up and the
+    migrations: 3-4 s of CPU each).
+    """
+    db = _HOME / "airflow.db"
+    if not os.environ.get("PYTEST_XDIST_TESTRUNUID"):
+        _migrate()
+        return
+    import fcntl
+    import shutil
+
+    shared = tmp_path_factory.getbasetemp().parent / "migrated-airflow.db"
+    with shared.with_suffix(".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if shared.exists():
+                shutil.copyfile(shared, db)
+                return
+            _migrate()
+            partial = shared.with_suffix(".partial")
+            shutil.copyfile(db, partial)
+            partial.replace(shared)  # whole or absent, should this worker die while copying
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _migrate() -> None:
     subprocess.run(
         [sys.executable, "-m", "airflow", "db", "migrate"],
         check=True,

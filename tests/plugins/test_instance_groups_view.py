@@ -48,8 +48,6 @@ MESSAGE = (
 )
 #: Test prices per instance-hour (given as overrides, labelled "prices=" on the page; not AWS's).
 PRICES = {"ml.c5.18xlarge": 3.672, "ml.p4d.24xlarge": 37.688}
-#: How long ``airflow db migrate`` may take (a fresh SQLite DB, on a loaded 2-core machine).
-MIGRATE_TIMEOUT = 300
 DAG_FILE = textwrap.dedent(
     f'''
     """The summary task whose XCom the view reads."""
@@ -80,15 +78,8 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def run() -> Iterator[Run]:
-    """Migrate the test DB, run the summary DAG once under dag.test() against moto."""
-    subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        check=True,
-        timeout=MIGRATE_TIMEOUT,
-        capture_output=True,
-        env=os.environ.copy(),
-    )
+def run(airflow_db: None) -> Iterator[Run]:
+    """On the migrated test DB, run the summary DAG once under dag.test() against moto."""
     from airflow.configuration import conf
 
     from airflow_hetero.hooks.training import HeteroTrainingHook
