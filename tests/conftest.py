@@ -71,6 +71,17 @@ def _one_botocore_data_loader() -> None:
 
 
 _one_botocore_data_loader()
+#: Whether support.aws_caller has nothing left to do in this process (see pytest_runtest_setup).
+_caller_lookup = {"done": False}
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Once the Amazon provider's hook module is imported (by the collection, as a rule), its look-up of the
+    operator that builds a client reads frames instead of every frame's source (support.aws_caller)."""
+    if not _caller_lookup["done"]:
+        from support.aws_caller import install
+
+        _caller_lookup["done"] = install()
 
 
 @pytest.fixture(autouse=True)
