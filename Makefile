@@ -78,6 +78,7 @@ $(SYS_STAMP): pyproject.toml $(SYS_CONSTRAINTS)
 	$(SYS_BIN)/python -m pip install -q --upgrade pip
 	$(SYS_BIN)/python -m pip install -q -c $(SYS_CONSTRAINTS) 'apache-airflow[celery,postgres]' \
 		'apache-airflow-providers-common-compat' 'apache-airflow-providers-amazon[aiobotocore]' \
+		'apache-airflow-providers-openlineage' \
 		'moto[server]' psutil werkzeug pydantic PyYAML pytest pytest-asyncio
 	touch $(SYS_STAMP)
 

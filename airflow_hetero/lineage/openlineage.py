@@ -9,6 +9,7 @@ OpenLineage provider's listener calls this, and only when that provider is insta
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -17,8 +18,13 @@ if TYPE_CHECKING:
 
     from airflow_hetero.pricing.billing import BilledCost
 
-#: Where the custom channel facet's fields are described.
-CHANNEL_FACET_SCHEMA = "https://pypi.org/project/airflow-hetero/#sagemakerchannel-facet"
+#: The custom channel facet's JSON schema, in the package (and the wheel).
+CHANNEL_FACET_SCHEMA_FILE = Path(__file__).parent / "schemas" / "SageMakerChannelInputDatasetFacet.json"
+#: Its ``$id``, with the pointer to the facet's definition: the facet's ``_schemaURL``.
+CHANNEL_FACET_SCHEMA = (
+    "https://pypi.org/project/airflow-hetero/lineage/schemas/SageMakerChannelInputDatasetFacet.json"
+    "#/$defs/SageMakerChannelInputDatasetFacet"
+)
 
 
 def s3_dataset_name(uri: str) -> tuple[str, str] | None:

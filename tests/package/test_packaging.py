@@ -15,7 +15,10 @@ def test_wheel_contains_data_files_and_marker() -> None:
     wheel = built_wheel()
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "airflow_hetero/definition/data/dlc_training_images.json" in names
-    assert "airflow_hetero/lineage/schemas/SageMakerInstanceGroupsRunFacet.json" in names  # the facet's schema
+    schemas = {
+        f"airflow_hetero/lineage/schemas/{p.name}" for p in (ROOT / "airflow_hetero/lineage/schemas").glob("*.json")
+    }
+    assert len(schemas) == 2 and schemas <= names  # the custom facets' schemas
     assert "airflow_hetero/py.typed" in names
     runtime = {p.name for p in (ROOT / "airflow_hetero" / "runtime").glob("*.py")}
     assert {f"airflow_hetero/runtime/{name}" for name in runtime} <= names

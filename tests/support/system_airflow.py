@@ -3,8 +3,9 @@
 Each component is a process of its own (:class:`support.process_group.Processes`): PostgreSQL and
 Redis on 127.0.0.1 and free ports, ``airflow-hetero local serve``, then the scheduler, dag-processor,
 triggerer, api-server and two Celery workers, all from the venv this test runs in (the package's
-installed wheel: ``make system``). :class:`Stack` knows the addresses, the environment and the REST
-token; :func:`start_stack` brings it all up, :meth:`Stack.stop` takes it all down.
+installed wheel: ``make system``), with traces exported to a receiver of the test and the OpenLineage listener
+writing to a file. :class:`Stack` knows the addresses, the environment and the REST token; :func:`start_stack`
+brings it all up, :meth:`Stack.stop` takes it all down.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ REGION = "us-east-1"
 #: The order in which :meth:`Stack.stop` stops the components: Airflow first, the services it needs last.
 STOP_ORDER = ("scheduler", "triggerer", "worker-1", "worker-2", "dag-processor", "api-server", "endpoint")
 SERVICES = ("redis", "postgres")
+#: The OpenLineage namespace of the stack's jobs.
+LINEAGE_NAMESPACE = "hetero-system"
 #: The states a DAG run ends in.
 DONE = ("success", "failed")
 #: How long a setup command may take on a loaded machine: initdb, a psql statement.
@@ -84,6 +87,11 @@ class Stack:
     dags: Path = field(default_factory=Path)
     #: The OTLP receiver every component exports its spans to (``[traces] otel_on``).
     traces: OtlpReceiver | None = None
+
+    @property
+    def lineage(self) -> Path:
+        """The file every component's OpenLineage listener appends its events to (:func:`lineage_env`)."""
+        return self.root / "openlineage.jsonl"
 
     def airflow(self, name: str, *args: str) -> None:
         """Start ``airflow ARGS`` as the component ``name``."""
@@ -268,6 +276,7 @@ def airflow_env(stack: Stack, database: str, broker: str, api_port: int) -> dict
         "AIRFLOW_HETERO_CACHE_DIR": str(stack.root / "hetero-cache"),
         "PYTHONUNBUFFERED": "1",
         **trace_env(stack),
+        **lineage_env(stack),
     }
 
 
@@ -280,6 +289,16 @@ def trace_env(stack: Stack) -> dict[str, str]:
         "OTEL_TRACES_EXPORTER": "otlp_proto_http",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": stack.traces.endpoint,
         "OTEL_BSP_SCHEDULE_DELAY": "500",  # the long-lived components export within half a second
+    }
+
+
+def lineage_env(stack: Stack) -> dict[str, str]:
+    """The OpenLineage provider's listener on, in every component: its file transport appends each event, one JSON
+    line, to :attr:`Stack.lineage` (docs/lineage.md#turning-it-on)."""
+    transport = {"type": "file", "log_file_path": str(stack.lineage), "append": True}
+    return {
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": LINEAGE_NAMESPACE,
     }
 
 

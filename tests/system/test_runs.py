@@ -12,6 +12,8 @@ import time
 from typing import Any
 
 import psutil
+from support.openlineage_file import airflow_run_id, read_events
+from support.openlineage_schemas import event_problems
 from support.process_group import wait_until
 from support.system_airflow import DONE, Stack, run_path, wait_for_state
 from support.system_jobs import describe, jobs_of
@@ -117,6 +119,16 @@ def test_a_worker_killed_during_a_synchronous_wait_re_attaches_on_retry(stack: S
     assert only["name"] == job
 
 
+def lineage_failure(stack: Stack, run: str) -> dict[str, Any] | None:
+    """The OpenLineage FAIL event of ``run``'s ``system_sync`` train task that names its job (the task process's;
+    the api-server emits one too for a state set through the API, without the task's facets)."""
+    for event in read_events(stack.lineage):
+        facets = event["run"]["facets"]
+        if event["eventType"] == "FAIL" and airflow_run_id(event) == run and "externalQuery" in facets:
+            return event
+    return None
+
+
 def test_mark_failed_through_the_rest_api_stops_the_job(stack: Stack) -> None:
     run = "marked-failed"
     job = start_sync_run(stack, run, seconds=600)
@@ -137,6 +149,13 @@ def test_mark_failed_through_the_rest_api_stops_the_job(stack: Stack) -> None:
     assert stack.task_instance("system_sync", run, "train")["state"] == "failed"
     one_job_each(stack, "system_sync", [run], status="Stopped")
     assert running_jobs(stack, "system_sync", [run]) == []
+    # the task's OpenLineage FAIL event names the job it stopped (docs/lineage.md)
+    failure = wait_until("the train task's FAIL event naming its job", lambda: lineage_failure(stack, run), 60, 1)
+    assert failure["run"]["facets"]["externalQuery"]["externalQueryId"] == ended["TrainingJobArn"]
+    assert job in failure["run"]["facets"]["errorMessage"]["message"]
+    same_run = [e for e in read_events(stack.lineage) if e["run"]["runId"] == failure["run"]["runId"]]
+    assert {e["eventType"] for e in same_run} == {"START", "FAIL"}
+    assert [problem for e in same_run for problem in event_problems(e)] == []
 
 
 def test_the_summary_xcom_reads_back_through_the_rest_api(stack: Stack, deferred_runs: tuple[list[str], int]) -> None:
