@@ -221,11 +221,14 @@ def start_redis(stack: Stack) -> str:
     return f"redis://127.0.0.1:{port}/0"
 
 
-def start_endpoint(stack: Stack) -> None:
-    """``airflow-hetero local serve`` (the installed package's command) on a free port."""
+def start_endpoint(stack: Stack, capacity: dict[str, int] | None = None) -> None:
+    """``airflow-hetero local serve`` (the installed package's command) on a free port; ``capacity``: the
+    instances of each type named that can run at once (``--capacity``; the others unlimited)."""
     port = free_port()
     workdir = stack.root / "endpoint"
     argv = [str(BIN / "airflow-hetero"), "local", "serve", "--port", str(port), "--workdir", str(workdir)]
+    if capacity:
+        argv += ["--capacity", ",".join(f"{kind}={count}" for kind, count in capacity.items())]
     started = stack.procs.start("endpoint", [*argv, "--stop-grace", "2"], stack.env, cwd=stack.root)
     wait_until("the offline endpoint's banner", lambda: "Press Ctrl-C" in started.tail(), 60, 0.3, detail=started.tail)
     found = re.search(r"listening on (http://\S+)", started.tail())
@@ -283,13 +286,14 @@ def trace_env(stack: Stack) -> dict[str, str]:
     }
 
 
-def start_stack(root: Path, dags: Path) -> Stack:
-    """PostgreSQL, Redis, the endpoint, ``airflow db migrate``, then every Airflow component; healthy."""
+def start_stack(root: Path, dags: Path, capacity: dict[str, int] | None = None) -> Stack:
+    """PostgreSQL, Redis, the endpoint (with ``capacity``: :func:`start_endpoint`), ``airflow db migrate``, then
+    every Airflow component; healthy."""
     stack = Stack(root=root, procs=Processes(root / "logs"), dags=dags)
     try:
         database, broker = start_postgres(stack), start_redis(stack)
         stack.env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))}
-        start_endpoint(stack)
+        start_endpoint(stack, capacity)
         stack.traces = OtlpReceiver()
         api_port = free_port()
         stack.env = airflow_env(stack, database, broker, api_port)
