@@ -7,7 +7,7 @@ statistics), takes the machine-wide lock of the example job's fixed port (:mod:`
 DAG, and watches the endpoint from a thread: once the first run's first job has failed (the endpoint starts
 without capacity for :data:`NO_CAPACITY_TYPE`, the type of the example job's training group), it gives that
 capacity back through the endpoint's control path. So the first run falls back to the group's other type and the
-next two run the cluster planned. :meth:`Retraining.wait` waits for the three runs to end;
+next two run the cluster planned. :meth:`Retraining.ended_runs` waits for the three runs to end;
 :meth:`Retraining.stop` ends the watch and releases the lock.
 """
 
@@ -59,7 +59,7 @@ class Retraining:
         runs: list[dict[str, Any]] = answer["dag_runs"]
         return runs
 
-    def wait(self) -> list[dict[str, Any]]:
+    def ended_runs(self) -> list[dict[str, Any]]:
         """The three runs, ended (oldest first); fails after :data:`RUNS_TIMEOUT` from the unpause."""
         left = max(self.started + RUNS_TIMEOUT - time.monotonic(), 1.0)
 

@@ -112,6 +112,6 @@ def retraining(stack: Any) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def retraining_runs(retraining: Any) -> list[dict[str, Any]]:
     """The three runs, ended (oldest first, as the REST API lists them)."""
-    runs: list[dict[str, Any]] = retraining.wait()
+    runs: list[dict[str, Any]] = retraining.ended_runs()
     assert not retraining.errors, retraining.errors
     return runs
