@@ -16,9 +16,12 @@ import ast
 import json
 import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 import yaml
@@ -37,8 +40,9 @@ from airflow_hetero.plugins.runs_page import CHANGE_COLOURS, GROUP_COLOURS, MARK
 DATA, TRAIN = "data_group", "train_group"
 #: How long ``airflow-hetero runs`` may take (an Airflow start-up on a loaded machine).
 CLI_TIMEOUT = 180
-#: The chart's marks, read from the page as Chromium built it: the discs and the dashed change lines.
+#: The chart's marks, read from the page as Chromium built it: the bars' fills, the discs, the dashed change lines.
 MARKS = """JSON.stringify({
+  fills: Array.from(document.querySelectorAll('svg.runs-chart > rect'), e => e.getAttribute('fill')),
   discs: Array.from(document.querySelectorAll('svg.runs-chart circle[r="7"]'), e => e.getAttribute('fill')),
   changes: Array.from(document.querySelectorAll('svg.runs-chart line[stroke-dasharray]'),
                       e => e.getAttribute('stroke')),
@@ -83,19 +87,25 @@ def ran_text(cluster: dict[str, tuple[int, str]]) -> str:
     return ", ".join(f"{name}={count} x {kind}" for name, (count, kind) in cluster.items())
 
 
-def runs_json(stack: Stack) -> dict[str, Any]:
-    """``airflow-hetero runs DAG_ID train --json`` in the stack's environment (its PostgreSQL metadata DB)."""
-    done = subprocess.run(
-        [str(BIN / "airflow-hetero"), "runs", DAG_ID, "train", "--json"],
-        env=stack.env,
-        cwd=stack.root,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    history: dict[str, Any] = json.loads(done.stdout)
+@contextmanager
+def runs_command(stack: Stack) -> Iterator[subprocess.Popen[str]]:
+    """``airflow-hetero runs DAG_ID train --json`` started in the stack's environment (its PostgreSQL metadata DB),
+    to read with :func:`runs_json` (it starts Airflow meanwhile); killed if the test ends first."""
+    command = [str(BIN / "airflow-hetero"), "runs", DAG_ID, "train", "--json"]
+    proc = subprocess.Popen(command, env=stack.env, cwd=stack.root, stdout=PIPE, stderr=PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=CLI_TIMEOUT)
+
+
+def runs_json(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    """What the command printed: the data the page draws."""
+    out, err = proc.communicate(timeout=CLI_TIMEOUT)
+    assert proc.returncode == 0, err[-3000:]
+    history: dict[str, Any] = json.loads(out)
     return history
 
 
@@ -109,7 +119,14 @@ def test_the_runs_page_and_command_show_what_the_scheduled_runs_did(
     stack: Stack, retraining_runs: list[dict[str, Any]]
 ) -> None:
     assert [r["state"] for r in retraining_runs] == ["success"] * len(WEEKS), retraining_runs
-    ran = what_ran(stack, retraining_runs)
+    with runs_command(stack) as command:
+        the_page_and_the_command_show_what_ran(stack, retraining_runs, command)
+
+
+def the_page_and_the_command_show_what_ran(
+    stack: Stack, runs: list[dict[str, Any]], command: subprocess.Popen[str]
+) -> None:
+    ran = what_ran(stack, runs)
     job = yaml.safe_load((example_dags.folder() / "hetero_retraining" / "job.yaml").read_text())
     planned = {g["instance_group_name"]: g for g in job["instance_groups"]}
     (fallback_type,) = planned[TRAIN]["fallback_instance_types"]
@@ -125,7 +142,14 @@ def test_the_runs_page_and_command_show_what_the_scheduled_runs_did(
     before, after = ran[1].cluster[DATA][0], ran[2].cluster[DATA][0]
     assert before == planned[DATA]["instance_count"] and after > before, [r.cluster for r in ran]
 
-    history = runs_json(stack)
+    # the page as the api-server answers it and as Chromium draws it (meanwhile the command starts Airflow)
+    status, html, headers = stack.get_text(f"/hetero/runs?dag_id={DAG_ID}&task_id=train")
+    with Browser() as browser:
+        url = f"{stack.api_url}/hetero/runs?dag_id={DAG_ID}&task_id=train"
+        session = browser.open(url, {"Authorization": f"Bearer {stack.token}"}, 1400, 900)
+        marks = json.loads(browser.evaluate(session, MARKS))
+        shot = browser.screenshot(session, stack.root / "logs" / "runs-real.png")
+    history = runs_json(command)
     rows = list(reversed(history["runs"]))  # oldest first, as ``ran``
     assert (history["training_task"], history["summary_task"], history["notes"]) == ("train", "summarize", [])
     assert [row["date"][:10] for row in rows] == list(WEEKS)
@@ -166,7 +190,6 @@ def test_the_runs_page_and_command_show_what_the_scheduled_runs_did(
     assert abs((0.0 if said.group(1) == "±0" else float(said.group(1))) - moved) <= 0.5, (said.group(1), moved)
 
     # the page draws the same data
-    status, html, headers = stack.get_text(f"/hetero/runs?dag_id={DAG_ID}&task_id=train")
     assert status == 200 and headers["content-security-policy"].startswith("default-src 'none'")
     assert nesting_problems(html) == []
     assert f'<div class="headline">{escape(history["headline"])}</div>' in html
@@ -178,17 +201,15 @@ def test_the_runs_page_and_command_show_what_the_scheduled_runs_did(
         for group in row["groups"]:
             assert escape(group_cell(group)) in html, group_cell(group)
 
-    with Browser() as browser:
-        url = f"{stack.api_url}/hetero/runs?dag_id={DAG_ID}&task_id=train"
-        session = browser.open(url, {"Authorization": f"Bearer {stack.token}"}, 1400, 900)
-        marks = json.loads(browser.evaluate(session, MARKS))
-        shot = browser.screenshot(session, stack.root / "logs" / "runs-real.png")
-    assert marks == {"discs": [MARKER_COLOURS["capacity"]], "changes": [CHANGE_COLOURS["changed"]]}, marks
+    # the chart: a bar of each group per run, one fallback disc, one change line; and Chromium painted them (more
+    # of each colour than its legend's swatch: 140 px for a group, 90 for a disc, 40 for a line, seen 2026-12)
+    assert [marks["fills"].count(colour) for colour in GROUP_COLOURS[:2]] == [len(WEEKS)] * 2, marks
+    assert (marks["discs"], marks["changes"]) == ([MARKER_COLOURS["capacity"]], [CHANGE_COLOURS["changed"]]), marks
     _, _, pixels = read_png(shot)
-    drawn = {colour: colour_count(pixels, colour) for colour in (*GROUP_COLOURS[:2], MARKER_COLOURS["capacity"])}
-    drawn[CHANGE_COLOURS["changed"]] = colour_count(pixels, CHANGE_COLOURS["changed"])
-    print(f"\npixels drawn: {drawn}; the screenshot: {shot}")
-    assert all(count > 100 for count in drawn.values()), drawn
+    data, train = GROUP_COLOURS[:2]
+    least = {data: 400, train: 150, MARKER_COLOURS["capacity"]: 200, CHANGE_COLOURS["changed"]: 300}
+    drawn = {colour: colour_count(pixels, colour) for colour in least}
+    assert all(drawn[colour] > count for colour, count in least.items()), (drawn, shot)
 
 
 def _function_sources(path: Path) -> dict[str, str]:
