@@ -36,6 +36,11 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 # parse-time validation cache (airflow_hetero.definition.validated): never the user's ~/.cache
 os.environ["AIRFLOW_HETERO_CACHE_DIR"] = str(_HOME / "validated-cache")
+# The repo root holds benchmarks/, which tests of several folders import (benchmarks.runs_data, ...), so that
+# any file runs alone or in any subset (`make test-af34`'s folders). Appended, not prepended: the package under
+# test still comes from where it is installed (the system test's wheel, not the checkout).
+if str(Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 # A stage of `make test` past its limit (.ci/timed --limit) prints every thread's stack of each pytest
 # process: with py-spy, or by SIGUSR1 to the pids written here (every xdist worker loads this file).

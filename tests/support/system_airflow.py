@@ -159,10 +159,12 @@ class Stack:
         return "\n".join(f"--- {n} ---\n{s.tail(1500)}" for n, s in self.procs.started.items())
 
     def stop(self) -> None:
-        """Stop Airflow, then the endpoint, then Redis and PostgreSQL, then the trace receiver."""
+        """Stop Airflow, then the endpoint, then Redis and PostgreSQL, then the trace receiver; its spans are
+        left in ``logs/spans.json``."""
         self.procs.stop_all(order=(*STOP_ORDER, *SERVICES))
         if self.traces is not None:
             self.traces.stop()
+            self.traces.save(self.procs.logs / "spans.json")
 
 
 def run_path(dag_id: str, run_id: str) -> str:

@@ -81,6 +81,7 @@ with DAG(
     summarize = HeteroLogSummaryOperator(
         task_id="summarize",
         training_task_id="train",
+        trigger_rule="all_done",
         aws_conn_id=CONN,
         verdict_thresholds=THRESHOLDS,
         capacity_overrides=OVERRIDES,
@@ -89,6 +90,9 @@ with DAG(
     @task(retries=0)
     def gate(summary: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Fail the run when training did not converge or any instance group logged errors."""
+        if summary.get("status") != "Completed":  # summarize ran after a failed train too (all_done)
+            name, status = summary["training_job_name"], summary.get("status")
+            raise AirflowFailException(f"training job {name} ended {status}: {summary.get('failure_reason')}")
         limit = float((params or {}).get("max_final_loss", 0.05))
         problems = [
             f"group {name} logged {g['errors']} error(s)" for name, g in summary["groups"].items() if g["errors"]
