@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 _HOME = Path(tempfile.mkdtemp(prefix="airflow-hetero-tests-"))
+#: How long an xdist worker waits for the first worker's migration (a few seconds of CPU on a loaded machine).
+MIGRATE_WAIT_SECONDS = 300
 
 os.environ["AIRFLOW_HOME"] = str(_HOME)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
@@ -116,22 +118,19 @@ def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> None:
     if not os.environ.get("PYTEST_XDIST_TESTRUNUID"):
         _migrate()
         return
-    import fcntl
     import shutil
 
+    from support.file_lock import held
+
     shared = tmp_path_factory.getbasetemp().parent / "migrated-airflow.db"
-    with shared.with_suffix(".lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if shared.exists():
-                shutil.copyfile(shared, db)
-                return
-            _migrate()
-            partial = shared.with_suffix(".partial")
-            shutil.copyfile(db, partial)
-            partial.replace(shared)  # whole or absent, should this worker die while copying
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with held(shared.with_suffix(".lock"), MIGRATE_WAIT_SECONDS, "the first worker's airflow db migrate"):
+        if shared.exists():
+            shutil.copyfile(shared, db)
+            return
+        _migrate()
+        partial = shared.with_suffix(".partial")
+        shutil.copyfile(db, partial)
+        partial.replace(shared)  # whole or absent, should this worker die while copying
 
 
 def _migrate() -> None:
