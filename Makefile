@@ -47,7 +47,7 @@ WHEEL_FILE  := $$(echo $(CURDIR)/$(WHEEL_DIR)/airflow_hetero-*.whl)
 PACKAGE_SRC := pyproject.toml README.md LICENSE $(shell find airflow_hetero -type f -not -path '*/__pycache__/*')
 PYTEST_ARGS := -q -p no:cacheprovider --durations=15 $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadfile)
 
-.PHONY: test test-af34 stages demo lint typecheck docs pytest pytest-af2 system system-wheel wheel pip-check venvs \
+.PHONY: test test-af34 system-af34 stages demo lint typecheck docs pytest pytest-af2 system system-wheel wheel pip-check venvs \
 	af2-constraints bench clean
 
 $(STAMP): pyproject.toml
@@ -152,6 +152,17 @@ $(AF34_STAMP): pyproject.toml
 test-af34: $(AF34_STAMP)
 	$(TIMED) --limit $(SUITE_LIMIT) pytest-af34 $(AF34_BIN)/pytest $(PYTEST_ARGS) $(AF34_TESTS)
 
+# The system test on Airflow 3.4: `make system` with a venv of its own, pinned by every line of
+# $(SYS_CONSTRAINTS) but Airflow's own three packages, and by $(AF34_AIRFLOW) (the same providers, celery, moto).
+SYS34_VENV := .venv-system-af34
+SYS34_PINS := $(SYS34_VENV)/constraints.txt
+
+system-af34:
+	mkdir -p $(SYS34_VENV)
+	{ grep -v -E '^apache-airflow(-core|-task-sdk)?==' $(SYS_CONSTRAINTS); echo '$(AF34_AIRFLOW)'; } > $(SYS34_PINS).new
+	cmp -s $(SYS34_PINS).new $(SYS34_PINS) && rm $(SYS34_PINS).new || mv $(SYS34_PINS).new $(SYS34_PINS)
+	$(MAKE) --no-print-directory system SYS_VENV=$(SYS34_VENV) SYS_CONSTRAINTS=$(SYS34_PINS)
+
 # Re-resolve the Airflow 2.11 pins (after changing dependencies): a fresh resolution, frozen.
 af2-constraints:
 	rm -rf $(AF2_VENV)
@@ -169,4 +180,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(AF2_VENV) $(AF34_VENV) $(SDK_VENV) $(SDK3_VENV) $(SYS_VENV) $(WHEEL_DIR) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(AF2_VENV) $(AF34_VENV) $(SYS34_VENV) $(SDK_VENV) $(SDK3_VENV) $(SYS_VENV) $(WHEEL_DIR) .mypy_cache .ruff_cache .pytest_cache

@@ -1,8 +1,8 @@
 """Amounts of money as every part stores and prints them: one rounding and one text form (stdlib only).
 
 A cost, a waiting cost, a saving, a what-if's change per hour or per run, a budget's figures: the summary
-stores each rounded by :func:`round_amount` (4 decimals, yet a tiny non-zero amount keeps two significant
-digits instead of becoming 0), and the task log, the CLI, the Instance groups view and the Runs view print
+stores each rounded by :func:`round_amount` (4 decimals, yet an amount below 0.001 keeps two significant
+digits instead of one or none), and the task log, the CLI, the Instance groups view and the Runs view print
 each with :func:`format_amount`, so that a non-zero amount never reads as ``0`` or ``-0`` (a data group of a
 few instance-seconds at 0.05 USD/h costs some 0.00007 USD). The bottom floor of the package: every part
 reads it, it reads nothing.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["DECIMALS", "SIGNIFICANT", "TINY", "format_amount", "round_amount"]
+__all__ = ["DECIMALS", "SIGNIFICANT", "SMALL", "TINY", "format_amount", "round_amount"]
 
 #: Decimals an amount is stored with (below :data:`TINY`, two significant digits instead).
 DECIMALS = 4
@@ -20,12 +20,15 @@ DECIMALS = 4
 TINY = 10.0**-DECIMALS
 
 
+#: Below this, :data:`DECIMALS` decimals would keep fewer than two significant digits.
+SMALL = 10 * TINY
+
+
 def round_amount(value: float) -> float:
-    """``value`` rounded to :data:`DECIMALS` decimals; a non-zero amount that would round to 0 keeps two
-    significant digits (``0.0000139``), and a zero is never ``-0.0``."""
-    rounded = round(value, DECIMALS)
-    if rounded == 0:
-        rounded = float(f"{value:.2g}")
+    """``value`` rounded to :data:`DECIMALS` decimals; an amount below :data:`SMALL` keeps two significant
+    digits instead (``0.000139`` rather than ``0.0001``: runs of tiny jobs compared by cost would otherwise
+    differ by whole multiples), and a zero is never ``-0.0``."""
+    rounded = float(f"{value:.2g}") if abs(value) < SMALL else round(value, DECIMALS)
     return rounded + 0.0  # -0.0 + 0.0 is 0.0
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 _HOME = Path(tempfile.mkdtemp(prefix="airflow-hetero-tests-"))
+#: How long an xdist worker waits for the first worker's migration (a few seconds of CPU on a loaded machine).
+MIGRATE_WAIT_SECONDS = 300
 
 os.environ["AIRFLOW_HOME"] = str(_HOME)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
@@ -36,6 +38,11 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 # parse-time validation cache (airflow_hetero.definition.validated): never the user's ~/.cache
 os.environ["AIRFLOW_HETERO_CACHE_DIR"] = str(_HOME / "validated-cache")
+# The repo root holds benchmarks/, which tests of several folders import (benchmarks.runs_data, ...), so that
+# any file runs alone or in any subset (`make test-af34`'s folders). Appended, not prepended: the package under
+# test still comes from where it is installed (the system test's wheel, not the checkout).
+if str(Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 # A stage of `make test` past its limit (.ci/timed --limit) prints every thread's stack of each pytest
 # process: with py-spy, or by SIGUSR1 to the pids written here (every xdist worker loads this file).
@@ -111,22 +118,19 @@ def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> None:
     if not os.environ.get("PYTEST_XDIST_TESTRUNUID"):
         _migrate()
         return
-    import fcntl
     import shutil
 
+    from support.file_lock import held
+
     shared = tmp_path_factory.getbasetemp().parent / "migrated-airflow.db"
-    with shared.with_suffix(".lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if shared.exists():
-                shutil.copyfile(shared, db)
-                return
-            _migrate()
-            partial = shared.with_suffix(".partial")
-            shutil.copyfile(db, partial)
-            partial.replace(shared)  # whole or absent, should this worker die while copying
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with held(shared.with_suffix(".lock"), MIGRATE_WAIT_SECONDS, "the first worker's airflow db migrate"):
+        if shared.exists():
+            shutil.copyfile(shared, db)
+            return
+        _migrate()
+        partial = shared.with_suffix(".partial")
+        shutil.copyfile(db, partial)
+        partial.replace(shared)  # whole or absent, should this worker die while copying
 
 
 def _migrate() -> None:

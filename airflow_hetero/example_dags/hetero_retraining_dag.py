@@ -58,12 +58,16 @@ with DAG(
         check_interval=POLL_SECONDS,
         model_asset=MODEL,
     )
-    # the job train ran (whether it succeeded or failed) and the clusters it tried before
-    summarize = HeteroLogSummaryOperator(task_id="summarize", training_task_id="train")
+    # the job train ran and the clusters it tried before, whether it succeeded or failed: a failed job's
+    # groups, logs and cost are what a person needs most (and what the Runs view shows of a failed run)
+    summarize = HeteroLogSummaryOperator(task_id="summarize", training_task_id="train", trigger_rule="all_done")
 
     @task(retries=0)
     def gate(summary: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Fail the run when training did not converge or any instance group logged errors."""
+        if summary.get("status") != "Completed":  # summarize ran after a failed train too (all_done)
+            name, status = summary["training_job_name"], summary.get("status")
+            raise AirflowFailException(f"training job {name} ended {status}: {summary.get('failure_reason')}")
         limit = float((params or {}).get("max_final_loss", 0.05))
         problems = [
             f"group {name} logged {g['errors']} error(s)" for name, g in summary["groups"].items() if g["errors"]

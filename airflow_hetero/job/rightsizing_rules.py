@@ -189,8 +189,8 @@ def _type_move(ctx: Context, direction: str, streak: Sequence[Mapping[str, Any]]
     rate_now = _rate(last, ctx.counts, ctx.prices, ctx.types)
     rate_after = _rate(last, ctx.counts, ctx.prices, {**ctx.types, group: step.to})
     seconds = last.get("run_seconds")
-    said = "found it under-used; min_count" if want == "smaller" else "say grow; max_count"
-    why = f"the last {policy.agree_runs} runs {said} is {count}: a {want} type ({step.why})"
+    said = "found it under-used; min_count" if want == "smaller" else f"{_say(policy.agree_runs)} grow; max_count"
+    why = f"{_the_last(policy.agree_runs)} {said} is {count}: a {want} type ({step.why})"
     if rate_now is None or rate_after is None or not isinstance(seconds, int | float):
         if ctx.max_cost is None:  # the type itself is priced (next_type); the cluster only weighs max_cost
             return GroupDecision(group, "changed", count, count, why, base.signals, base.figures, current, step.to)
@@ -205,6 +205,15 @@ def _type_move(ctx: Context, direction: str, streak: Sequence[Mapping[str, Any]]
         over = f"{step.to} could cost {format_amount(worst)} > max_cost"
         return GroupDecision(group, "refused_budget", count, count, over, base.signals, base.figures, current, current)
     return GroupDecision(group, "changed", count, count, why, base.signals, base.figures, current, step.to)
+
+
+def _the_last(runs: int) -> str:
+    """``the last 2 runs``, ``the last run``: the runs a change rests on (``agree_runs``)."""
+    return "the last run" if runs == 1 else f"the last {runs} runs"
+
+
+def _say(runs: int) -> str:
+    return "says" if runs == 1 else "say"
 
 
 def judge(ctx: Context, group: str, records: Sequence[Mapping[str, Any]]) -> GroupDecision:
@@ -239,7 +248,7 @@ def judge(ctx: Context, group: str, records: Sequence[Mapping[str, Any]]) -> Gro
     verdict = _priced(ctx, group, after, streak[-1], direction == "grow")
     if verdict is None or verdict.action == "changed":
         clipped = f" (bound: {wanted} wanted)" if after != wanted else ""
-        why = f"the last {policy.agree_runs} runs say {direction}{clipped}"
+        why = f"{_the_last(policy.agree_runs)} {_say(policy.agree_runs)} {direction}{clipped}"
         return GroupDecision(group, "changed", count, after, why, words, verdict.figures if verdict else {})
     verdict.signals = words
     return verdict

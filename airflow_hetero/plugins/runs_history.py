@@ -108,12 +108,19 @@ def cluster_change(oldest_first: Sequence[RunRow]) -> tuple[int, str] | None:
     return found
 
 
+def _planned(rows: Sequence[RunRow]) -> list[float]:
+    """The costs of :func:`_costed` runs that ran the cluster planned (not after a capacity fallback)."""
+    return _costed([row for row in rows if not row.fallback])
+
+
 def _cost_part(oldest_first: Sequence[RunRow], currency: str) -> str | None:
-    """``cost -31 % since data_group went 2 -> 4 on 2026-11-22``, else the change from the first run to the last."""
+    """``cost -31 % since data_group went 2 -> 4 on 2026-11-22``: the mean cost of the runs on the cluster planned
+    from the last change of the cluster on against those before it (a run on a capacity fallback cluster is no
+    such run: its other type's price is no effect of the change); else the change from the first run to the last."""
     change = cluster_change(oldest_first)
     if change is not None:
         index, what = change
-        before, after = _costed(oldest_first[:index]), _costed(oldest_first[index:])
+        before, after = _planned(oldest_first[:index]), _planned(oldest_first[index:])
         if before and after:
             moved = (statistics.fmean(after) / statistics.fmean(before) - 1) * 100 if statistics.fmean(before) else 0
             day = (oldest_first[index].date or "")[:10]

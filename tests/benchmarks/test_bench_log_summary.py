@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root holds benchmarks/
 
 from benchmarks.log_summary import LAYOUT, _lines, benchmark, minimum_calls
 

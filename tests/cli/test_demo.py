@@ -1,17 +1,22 @@
 """The example retraining DAG end to end under dag.test(), against the offline endpoint (make demo):
-from the installed wheel, what the terminal shows by default, with --verbose, and on failure."""
+from the installed wheel, what the terminal shows by default, with --verbose, and on failure; and
+``airflow-hetero runs`` over the demo's run, from its metadata DB (the Runs view's data of a real run of
+the example DAG on both Airflow versions; the system test draws the page of three on Airflow 3)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.installed import ROOT, built_wheel, run_without_modules, scratch_venv
 
+from airflow_hetero.amounts import format_amount
 from airflow_hetero.demo import NO_CAPACITY_TYPE
 
 #: the example job's hosts listen on port 7100 of their loopback addresses
@@ -109,6 +114,37 @@ def test_the_installed_demo_runs_the_example_dags_and_prints_steps_summary_and_v
     assert re.search(r"train:loss 0\.\d+ \(from the final metric\); groups: data_group, train_group", out)
     assert re.search(r"\n==> demo succeeded in \d+ s\n$", out)
     assert proc.stderr == ""
+    # the Runs view's data over the demo's run, from its metadata DB, as a user reads it: what the summary printed
+    history = runs_of_the_demo(python.parent / "airflow-hetero", workdir, tmp_path)
+    (row,) = history["runs"]
+    cluster = {name: (int(found[2]), found[1]) for name, found in logs_rows.items()}
+    assert row["job"] == job and {g["name"]: (g["count"], g["type"]) for g in row["groups"]} == cluster
+    assert [format_amount(g["cost"]) for g in row["groups"]] == [cost_rows[g["name"]][3] for g in row["groups"]]
+    ran = ", ".join(f"{name}={count} x {kind}" for name, (count, kind) in cluster.items())
+    said = capacity.strip().removeprefix("Capacity: ")
+    assert row["markers"] == [{"kind": "capacity", "text": f"capacity fallback: {said}; ran {ran}"}]
+    total = cost_rows["total"][2]  # total, instance-s, cost (no price)
+    assert history["headline"] == f"last 1 run: cost {total} USD per run (median); 1 capacity fallback"
+
+
+def runs_of_the_demo(command: Path, workdir: Path, cwd: Path) -> dict[str, Any]:
+    """``airflow-hetero runs hetero_retraining train --json`` against the demo's metadata DB (its Airflow home)."""
+    from airflow_hetero.demo import airflow_environment
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_", "PYTHONPATH"))}
+    env.update(airflow_environment(workdir, workdir, "{}"))
+    done = subprocess.run(
+        [str(command), "runs", "hetero_retraining", "train", "--json"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=PYTHON_TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    history: dict[str, Any] = json.loads(done.stdout)
+    return history
 
 
 @pytest.mark.slow

@@ -1,11 +1,12 @@
 """Right-sizing end to end on the offline endpoint: the wiring, once per Airflow version. A DAG runs on three
 successive logical dates (as the scheduler would) under ``dag.test()``, its training task in ``apply`` mode, its
 summary recording each run. The test proves what only a real run can: the decision travels from run to run in
-XCom, the summary's record is read back as the next run's evidence, and the count the decision chose is the one
-the endpoint ran (DescribeTrainingJob). Every decision is checked against :func:`decide` of the evidence the runs
-recorded, not against an outcome a loaded machine could change. The policy itself (convergence, shrinking,
-noise, resets, undos, moves between types) is tested without Airflow: tests/job/test_rightsizing*.py,
-tests/operators/test_rightsizing_records.py.
+XCom, the summary's record is read back as the next run's evidence, the count the decision chose is the one the
+endpoint ran (DescribeTrainingJob), and the Runs page, read from the metadata database, shows the three runs as
+they ran (on Airflow 2.11 drawn by Chromium; on Airflow 3 the system test draws the example DAG's). Every
+decision is checked against :func:`decide` of the evidence the runs recorded, not against an outcome a loaded
+machine could change. The policy itself (convergence, shrinking, noise, resets, undos, moves between types) is
+tested without Airflow: tests/job/test_rightsizing*.py, tests/operators/test_rightsizing_records.py.
 
 The evidence is fed so that no machine load can change what it says (tests/support/rightsizing_dag.py has the
 script): 1 data host keeps a quarter of a core busy for the whole run, the trainer only sleeps, and the summary
@@ -18,6 +19,9 @@ and the third run has 2 data hosts (a step at most doubles; objective ``time``, 
 from __future__ import annotations
 
 import itertools
+import re
+from html import escape
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,7 +65,7 @@ def _expected(before: dict[str, Any], now: dict[str, Any]) -> Decision:
 
 
 def test_decisions_travel_in_xcom_and_the_endpoint_runs_the_decided_count(
-    dag_module: Any, endpoint: LocalEndpoint
+    dag_module: Any, endpoint: LocalEndpoint, tmp_path: Path
 ) -> None:
     runs = run_days(dag_module.rightsizing_wiring, 3, endpoint)
     shown = trace(runs)
@@ -109,3 +113,52 @@ def test_decisions_travel_in_xcom_and_the_endpoint_runs_the_decided_count(
     upcoming = runs[-1]["next"]["counts"][DATA]
     page = render_page(runs[-1]["summary"], where="w")
     assert f"Right-sizing (apply, objective time): the next run uses data_group={upcoming}" in page, shown
+    the_runs_page_shows_them(dag_module.rightsizing_wiring.dag_id, runs, tmp_path)
+
+
+def the_runs_page_shows_them(dag_id: str, runs: list[dict[str, Any]], tmp_path: Path) -> None:
+    """The Runs page over these runs, read from the metadata database as both servers read it (the page is what
+    either's route answers once Airflow let the caller in): each run's job, cluster and cost per group as the runs
+    had them, the change line of the third, and the summary line at the top. On Airflow 2.11, Chromium draws it
+    (on Airflow 3 the system test opens the api-server's page of the example DAG's runs)."""
+    from airflow.utils.session import create_session
+
+    from airflow_hetero._compat import AIRFLOW_V_3
+    from airflow_hetero.plugins.runs_history import run_history
+    from airflow_hetero.plugins.runs_query import read_runs
+    from airflow_hetero.plugins.runs_view import RunsQuery, runs_html
+
+    with create_session() as session:
+        found, older = read_runs(session, dag_id, "train", page=1, limit=30)
+        html = runs_html(session, RunsQuery(dag_id, "train"))
+    history = run_history(dag_id, "train", found, has_older=older)
+    rows = list(reversed(history.runs))  # oldest first, as ``runs``
+    assert [(row.job, row.status) for row in rows] == [(run["job_name"], "Completed") for run in runs]
+    for row, run in zip(rows, runs, strict=True):
+        cost = run["summary"]["cost"]
+        assert {g.name: g.count for g in row.groups} == {DATA: run["ran"], "train_group": 1}
+        assert [(g.name, g.cost) for g in row.groups] == [(n, cost["groups"][n]["cost"]) for n in (DATA, "train_group")]
+        assert row.cost == cost["total"] and row.markers == [] and row.missing == []
+        assert escape(row.decision.line if row.decision else "-") in html
+    assert [row.decision.action if row.decision else None for row in rows] == ["kept", "kept", "changed"]
+    assert rows[2].decision is not None and rows[2].decision.line.startswith("applied: data_group 1 -> 2: ")
+    said = re.fullmatch(
+        r"last 3 runs: cost (±0|[+-][\d.]+) % since data_group went 1 -> 2 on 2026-03-03", history.headline
+    )
+    assert said, history.headline
+    planned = [run["summary"]["cost"]["total"] for run in runs]
+    moved = (planned[2] / ((planned[0] + planned[1]) / 2) - 1) * 100
+    assert abs((0.0 if said.group(1) == "±0" else float(said.group(1))) - moved) <= 0.5, (history.headline, moved)
+    assert f'<div class="headline">{escape(history.headline)}</div>' in html
+    if AIRFLOW_V_3:
+        return
+    from support.page_layout import screenshot
+    from support.png import colour_count
+
+    from airflow_hetero.plugins.runs_page import CHANGE_COLOURS, GROUP_COLOURS
+
+    page = tmp_path / "runs.html"
+    page.write_text(html, encoding="utf-8")
+    _, _, pixels = screenshot(page.as_uri(), tmp_path / "runs.png", (1000, 700))
+    drawn = {colour: colour_count(pixels, colour) for colour in (*GROUP_COLOURS[:2], CHANGE_COLOURS["changed"])}
+    assert all(count > 100 for count in drawn.values()), drawn

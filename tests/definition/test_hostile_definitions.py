@@ -6,12 +6,9 @@ times them; no timing here). Names with control or look-alike characters are sho
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root holds benchmarks/
 
 from airflow_hetero.cli import main
 from airflow_hetero.definition.errors import JobDefinitionError, Problem

@@ -11,7 +11,7 @@ from support.doc_examples import DOCS, run_example
 def test_the_runs_example_prints_what_the_page_shows(tmp_path: Path) -> None:
     done, shown = run_example("instance-groups.md", "runs", tmp_path)
     assert done.stdout == shown
-    assert "cost -31 % since data_group went 2 -> 4 on 2026-11-22; 1 capacity fallback" in done.stdout
+    assert "cost -33 % since data_group went 2 -> 4 on 2026-11-22; 1 capacity fallback" in done.stdout
 
 
 def test_the_page_shows_the_runs_screenshot() -> None:

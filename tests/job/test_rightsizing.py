@@ -222,6 +222,8 @@ def test_one_change_per_run_and_a_caller_reset() -> None:
     decision = decide(rs, {DATA: 4, TRAIN: 1}, both, fingerprint="fp", prices=PRICES)
     assert decision.counts == {DATA: 2, TRAIN: 1}
     assert "one change per run (data_group changes first)" in decision.groups[1].reason
+    grown = decide(rs, {DATA: 1, TRAIN: 1}, [record(1, ratio=5)], fingerprint="fp", prices=PRICES)
+    assert grown.groups[0].reason == "the last run says grow"  # agree_runs=1: one run, said as one
     gap = decide(rs, {DATA: 4, TRAIN: 1}, [], fingerprint="fp", reset="run x left no record")
     assert gap.reset == "run x left no record" and gap.evidence == 0
 

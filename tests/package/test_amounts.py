@@ -51,6 +51,8 @@ def test_round_amount_keeps_a_tiny_amount_and_never_stores_minus_zero() -> None:
     assert round_amount(1.23456) == 1.2346  # as before: 4 decimals
     assert round_amount(0.00001389) == 0.000014  # was 0.0
     assert round_amount(-0.00002083) == -0.000021  # was -0.0
+    assert round_amount(0.00034567) == 0.00035  # 4 decimals kept one digit: 0.0003
+    assert round_amount(0.0012345) == 0.0012 and round_amount(0.00099999) == 0.001
     assert str(round_amount(-0.0)) == "0.0" and str(round_amount(-1e-30)) == "-1e-30"
     assert round_amount(0.0) == 0.0
 

@@ -307,7 +307,7 @@ def test_what_a_run_lacks_is_said_and_the_rest_shown() -> None:
 def test_the_headline_over_a_page() -> None:
     history = run_history("hetero_retraining", "train", retraining_runs(30))
     assert history.headline == (
-        "last 30 runs: cost -29 % since data_group went 2 -> 4 on 2026-09-20; 4 capacity fallbacks; 1 budget stop; "
+        "last 30 runs: cost -26 % since data_group went 2 -> 4 on 2026-09-20; 4 capacity fallbacks; 1 budget stop; "
         "1 failed; spot saved 70 %; 5 queued (wait 4 min median, 5 retried attempts); 1 without a summary"
     )
     assert (history.training_task, history.summary_task, history.notes) == ("train", "summarize", [])
@@ -328,6 +328,36 @@ def test_a_cluster_change_ignores_fallback_runs() -> None:
     oldest_first = list(reversed(run_history("d", "train", retraining_runs(8)).runs))
     index, what = cluster_change(oldest_first) or (None, None)
     assert (index, what) == (4, "data_group went 2 -> 4")  # run 3's fallback to ml.g5.2xlarge is no change
+
+
+def week_run(day: int, data_count: int, train_type: str, total: float, fell_back: bool = False) -> RunXComs:
+    """A run of the week starting on 2026-01-``day``: its cluster, its cost, and whether it fell back."""
+    groups = [{**GROUPS[0], "count": data_count}, {**GROUPS[1], "type": train_type}]
+    attempts = [{"job_name": "j-0", "reason": CAPACITY_ERROR, "instance_groups": GROUPS}] if fell_back else []
+    values = {
+        ("train", "return_value"): result(f"j-{day}", instance_groups=groups),
+        ("train", "capacity_attempts"): attempts,
+        ("summarize", "return_value"): summary(f"j-{day}", cost={**cost(), "total": total}),
+    }
+    return RunXComs(f"r{day}", f"2026-01-{day:02d}T00:00:00+00:00", "success", values)
+
+
+def test_the_cost_since_a_change_compares_only_runs_on_the_cluster_planned() -> None:
+    """The system test's runs of the example DAG: the first fell back to a dearer type, the second ran the cluster
+    planned, the third had its data group grown. The change made a run dearer; the fallback run's dearer type is no
+    effect of it, so it counts on neither side (it once made the headline say ``cost -50 %``)."""
+    newest_first = [
+        week_run(18, 4, "ml.g5.xlarge", 0.0002),
+        week_run(11, 2, "ml.g5.xlarge", 0.0001),
+        week_run(4, 2, "ml.g5.2xlarge", 0.0007, fell_back=True),
+    ]
+    history = run_history("system_retraining", "train", newest_first)
+    assert [row.fallback for row in history.runs] == [False, False, True]
+    assert history.headline == (
+        "last 3 runs: cost +100 % since data_group went 2 -> 4 on 2026-01-18; 1 capacity fallback"
+    )
+    after_fallback = [week_run(25, 4, "ml.g5.2xlarge", 0.0009, fell_back=True), *newest_first]
+    assert run_history("d", "train", after_fallback).headline.startswith("last 4 runs: cost +100 % since data_group")
 
 
 def test_limits_and_durations() -> None:

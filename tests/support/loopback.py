@@ -11,12 +11,16 @@ never overlap, tests of different ports may (their hosts cannot collide on a por
 
 from __future__ import annotations
 
-import fcntl
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from support.file_lock import held
+
+#: How long a test waits for the other tests of its ports (a queue of the suites' slowest e2e tests on a
+#: loaded machine is a few minutes; past this, something holds the lock for good).
+WAIT_SECONDS = 1200
 #: The lock files, one per port: ``airflow-hetero-tests-fixed-port-<port>.lock``.
 LOCK_DIR = Path(tempfile.gettempdir())
 
@@ -33,7 +37,5 @@ def fixed_ports(*ports: int) -> Iterator[None]:
         raise ValueError("fixed_ports: name the port(s) the test's hosts listen on, e.g. fixed_ports(7100)")
     with ExitStack() as stack:
         for port in sorted(set(ports)):
-            handle = stack.enter_context(lock_file(port).open("a"))
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            stack.callback(fcntl.flock, handle, fcntl.LOCK_UN)
+            stack.enter_context(held(lock_file(port), WAIT_SECONDS, f"the tests of fixed port {port}"))
         yield

@@ -8,9 +8,11 @@ otlp_proto_http``) to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``: each POST to ``/v1
 from __future__ import annotations
 
 import gzip
+import json
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 #: How long the server thread may take to stop.
@@ -96,6 +98,10 @@ class OtlpReceiver:
     def snapshot(self) -> list[ReceivedSpan]:
         with self.lock:
             return list(self.spans)
+
+    def save(self, path: Path) -> None:
+        """Every span so far as a JSON list of :class:`ReceivedSpan` fields (tests/support/trace_svg.py draws it)."""
+        path.write_text(json.dumps([asdict(s) for s in self.snapshot()], indent=1))
 
     def stop(self) -> None:
         self.server.shutdown()

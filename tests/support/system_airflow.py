@@ -167,10 +167,12 @@ class Stack:
         return "\n".join(f"--- {n} ---\n{s.tail(1500)}" for n, s in self.procs.started.items())
 
     def stop(self) -> None:
-        """Stop Airflow, then the endpoint, then Redis and PostgreSQL, then the trace receiver."""
+        """Stop Airflow, then the endpoint, then Redis and PostgreSQL, then the trace receiver; its spans are
+        left in ``logs/spans.json``."""
         self.procs.stop_all(order=(*STOP_ORDER, *SERVICES))
         if self.traces is not None:
             self.traces.stop()
+            self.traces.save(self.procs.logs / "spans.json")
 
 
 def run_path(dag_id: str, run_id: str) -> str:
@@ -229,11 +231,14 @@ def start_redis(stack: Stack) -> str:
     return f"redis://127.0.0.1:{port}/0"
 
 
-def start_endpoint(stack: Stack) -> None:
-    """``airflow-hetero local serve`` (the installed package's command) on a free port."""
+def start_endpoint(stack: Stack, capacity: dict[str, int] | None = None) -> None:
+    """``airflow-hetero local serve`` (the installed package's command) on a free port; ``capacity``: the
+    instances of each type named that can run at once (``--capacity``; the others unlimited)."""
     port = free_port()
     workdir = stack.root / "endpoint"
     argv = [str(BIN / "airflow-hetero"), "local", "serve", "--port", str(port), "--workdir", str(workdir)]
+    if capacity:
+        argv += ["--capacity", ",".join(f"{kind}={count}" for kind, count in capacity.items())]
     started = stack.procs.start("endpoint", [*argv, "--stop-grace", "2"], stack.env, cwd=stack.root)
     wait_until("the offline endpoint's banner", lambda: "Press Ctrl-C" in started.tail(), 60, 0.3, detail=started.tail)
     found = re.search(r"listening on (http://\S+)", started.tail())
@@ -302,13 +307,14 @@ def lineage_env(stack: Stack) -> dict[str, str]:
     }
 
 
-def start_stack(root: Path, dags: Path) -> Stack:
-    """PostgreSQL, Redis, the endpoint, ``airflow db migrate``, then every Airflow component; healthy."""
+def start_stack(root: Path, dags: Path, capacity: dict[str, int] | None = None) -> Stack:
+    """PostgreSQL, Redis, the endpoint (with ``capacity``: :func:`start_endpoint`), ``airflow db migrate``, then
+    every Airflow component; healthy."""
     stack = Stack(root=root, procs=Processes(root / "logs"), dags=dags)
     try:
         database, broker = start_postgres(stack), start_redis(stack)
         stack.env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))}
-        start_endpoint(stack)
+        start_endpoint(stack, capacity)
         stack.traces = OtlpReceiver()
         api_port = free_port()
         stack.env = airflow_env(stack, database, broker, api_port)

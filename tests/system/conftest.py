@@ -24,7 +24,8 @@ DAGS = Path(__file__).parent / "dags"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if ENABLED:
+    if ENABLED:  # the tests that wait for the scheduled retraining runs go last: the runs go on meanwhile
+        items.sort(key=lambda item: "retraining_runs" in getattr(item, "fixturenames", ()))
         return
     skip = pytest.mark.skip(reason="the system test runs under `make system` (its own venv, PostgreSQL, Redis)")
     for item in items:
@@ -34,15 +35,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Any]:
-    """PostgreSQL, Redis, the offline endpoint and every Airflow component, the DAGs deployed."""
+    """PostgreSQL, Redis, the offline endpoint and every Airflow component, the DAGs deployed (and beside them
+    the installed example's job definition and code, ``hetero_retraining/``, which ``system_retraining`` runs)."""
     from support.system_airflow import start_stack
     from support.system_jobs import seed_bucket
+    from support.system_retraining import NO_CAPACITY_TYPE
+
+    from airflow_hetero import example_dags
 
     root = Path(tempfile.mkdtemp(prefix="hetero-system-"))
     dags = root / "dags"
     shutil.copytree(DAGS, dags, ignore=shutil.ignore_patterns("__pycache__"))
+    (dags / "hetero_retraining").symlink_to(example_dags.folder() / "hetero_retraining")
     started = time.monotonic()
-    system = start_stack(root, dags)
+    system = start_stack(root, dags, capacity={NO_CAPACITY_TYPE: 0})
     try:
         seed_bucket(system)
         print(f"\nsystem started in {time.monotonic() - started:.0f} s; logs in {root / 'logs'}")
@@ -88,3 +94,24 @@ def deferred_runs(stack: Any) -> Iterator[tuple[list[str], int]]:
 
     wait_until(f"{DEFERRED_RUNS} deferred runs finished", all_done, 300, 2, detail=stack.logs)
     yield runs, most
+
+
+@pytest.fixture(scope="session", autouse=True)
+def retraining(stack: Any) -> Iterator[Any]:
+    """The example retraining DAG's three scheduled runs (tests/support/system_retraining.py), started before the
+    first test: the scheduler runs them while the other tests run."""
+    from support.system_retraining import start_retraining
+
+    started = start_retraining(stack)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="session")
+def retraining_runs(retraining: Any) -> list[dict[str, Any]]:
+    """The three runs, ended (oldest first, as the REST API lists them)."""
+    runs: list[dict[str, Any]] = retraining.ended_runs()
+    assert not retraining.errors, retraining.errors
+    return runs

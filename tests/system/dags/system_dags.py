@@ -3,6 +3,8 @@
 ``system_deferred``: a deferrable training task (the wait runs in the triggerer), then the log
 summary. ``system_sync``: a training task that waits in its worker, with one retry. Each run's
 job lasts ``dag_run.conf["seconds"]``. The connection ``aws_system`` points at the offline endpoint.
+Their training group is an ml.g4dn.xlarge: ml.g5.xlarge is ``system_retraining``'s (the example job's
+type), which the endpoint starts without capacity for.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def job(base_job_name: str) -> dict[str, Any]:
         "base_job_name": base_job_name,
         "instance_groups": [
             {"instance_group_name": "data_group", "instance_type": "ml.c5.xlarge", "instance_count": 1},
-            {"instance_group_name": "train_group", "instance_type": "ml.g5.xlarge", "instance_count": 1},
+            {"instance_group_name": "train_group", "instance_type": "ml.g4dn.xlarge", "instance_count": 1},
         ],
         "inputs": {"train": {"s3_data": f"s3://{BUCKET}/train/", "instance_groups": ["data_group"]}},
         "hyperparameters": {
