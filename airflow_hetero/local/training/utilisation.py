@@ -52,7 +52,8 @@ def _tree_usage(leader: Any) -> tuple[float, int] | None:
     """(CPU seconds, resident bytes) of ``leader`` and its descendants; None once it has exited.
 
     A process's CPU time includes that of its reaped children, so the sum over the living tree
-    only grows while children come and go.
+    only grows while children come and go. A tree that exits between the status check and the reads
+    (nothing resident left) is None too: a figure of 0 % memory would hide the peak ``finish`` puts.
     """
     import psutil
 
@@ -71,7 +72,7 @@ def _tree_usage(leader: Any) -> tuple[float, int] | None:
             rss += proc.memory_info().rss
         except psutil.Error:
             continue
-    return cpu, rss
+    return (cpu, rss) if rss else None
 
 
 class MetricsSampler:

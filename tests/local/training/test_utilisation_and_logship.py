@@ -358,3 +358,36 @@ def test_host_process_keeps_the_exit_code_and_usage_of_every_ending(host: Any) -
         time.sleep(0.02)
     stubborn.terminate(grace=0.2)
     assert stubborn.poll() == -signal.SIGKILL and stubborn.usage is not None
+
+
+
+class _ExitingProcess:
+    """A host process that exits between the sampler's status check and its memory read."""
+
+    def status(self) -> str:
+        return "running"
+
+    def children(self, recursive: bool = False) -> list[Any]:
+        return []
+
+    def cpu_times(self) -> Any:
+        return type("Times", (), {"user": 0.1, "system": 0.05})()
+
+    def memory_info(self) -> Any:
+        import psutil
+
+        raise psutil.NoSuchProcess(4242)
+
+
+def test_a_host_exiting_during_a_sample_gives_no_figure_so_finish_puts_its_peak() -> None:
+    """A figure read from a tree that just exited would say 0 % memory and keep ``finish`` from putting the
+    host's peak: the summary's memory average of a short job read 0 (seen under load)."""
+    cloudwatch = _Recorder()
+    sampler = MetricsSampler(cloudwatch, "job-1", interval=60)
+    sampler.watch("algo-1", os.getpid())
+    with sampler._lock:
+        sampler._hosts["algo-1"].process = _ExitingProcess()
+    assert sampler.sample() == {}
+    sampler.finish("algo-1", HostUsage(cpu_seconds=0.2, ended=time.time(), peak_rss=50 * MB))
+    ((figure,),) = [_puts(cloudwatch)]
+    assert figure["MemoryUtilization"] > 0
