@@ -13,14 +13,14 @@ import copy
 import datetime
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
 from support.example_jobs import example_job
-from support.moto_jobs import ROLE, MotoJobs, mocked_jobs
+from support.moto_jobs import ROLE, MotoJobs
 from support.openlineage_file import read_events
 from support.openlineage_schemas import event_problems, facets_of
 
@@ -52,22 +52,6 @@ COMPLETE_SCHEMAS = {
     INSTANCE_GROUPS_SCHEMA_URL,
     CHANNEL_FACET_SCHEMA,
 }
-
-
-def jobs_ending(monkeypatch: pytest.MonkeyPatch, status: str) -> Iterator[MotoJobs]:
-    with mocked_jobs(monkeypatch) as jobs:
-        jobs.every_job = [{"status": status, "secondary": status, "BillableTimeInSeconds": 1800}]
-        yield jobs
-
-
-@pytest.fixture
-def completing(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
-    yield from jobs_ending(monkeypatch, "Completed")
-
-
-@pytest.fixture
-def failing(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
-    yield from jobs_ending(monkeypatch, "Failed")
 
 
 def extract(task: Any, state: str) -> Any:

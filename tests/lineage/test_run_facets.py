@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
 from typing import Any
 from unittest.mock import MagicMock
 
@@ -18,7 +17,7 @@ import jsonschema
 import pytest
 from openlineage.client.serde import Serde
 from support.example_jobs import example_job
-from support.moto_jobs import ROLE, MotoJobs, mocked_jobs
+from support.moto_jobs import ROLE, MotoJobs
 
 from airflow_hetero.job.identity import TaskIdentity
 from airflow_hetero.job.outcome import TrainingJobFailedError
@@ -33,22 +32,6 @@ JOB = example_job(
 )
 PRICES = {"ml.c5.xlarge": 0.25, "ml.p3.2xlarge": 3.5}
 TI = {"dag_id": "retrain", "task_id": "train", "run_id": "manual__1", "map_index": -1}
-
-
-def jobs_ending(monkeypatch: pytest.MonkeyPatch, status: str) -> Iterator[MotoJobs]:
-    with mocked_jobs(monkeypatch) as jobs:
-        jobs.every_job = [{"status": status, "secondary": status, "BillableTimeInSeconds": 1800}]
-        yield jobs
-
-
-@pytest.fixture
-def completing(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
-    yield from jobs_ending(monkeypatch, "Completed")
-
-
-@pytest.fixture
-def failing(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoJobs]:
-    yield from jobs_ending(monkeypatch, "Failed")
 
 
 def run(**kwargs: Any) -> HeteroTrainingOperator:
