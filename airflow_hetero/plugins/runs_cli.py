@@ -71,6 +71,13 @@ def register(sub: Any) -> None:
         "docs/cli.md) instead of the metadata database",
     )
     runs.add_argument("--json", action="store_true", help="print the data the view draws, as JSON")
+    runs.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write the page the view draws to FILE (one self-contained HTML file, no script: open it in a "
+        "browser or attach it to a report)",
+    )
     runs.set_defaults(handler=_runs)
 
 
@@ -94,4 +101,9 @@ def _runs(args: argparse.Namespace) -> int:
             )
     history = run_history(args.dag_id, args.task_id, runs, page=page, limit=limit, has_older=older)
     print(json.dumps(history.as_dict(), indent=2) if args.json else format_runs(history))
+    if args.html is not None:
+        from airflow_hetero.plugins.runs_page import render_runs_page, task_where
+
+        where = task_where(args.dag_id, args.task_id, args.map_index)
+        args.html.write_text(render_runs_page(history, where=where, params=None), encoding="utf-8")
     return 0

@@ -240,7 +240,11 @@ def _row(row: RunRow, current_run: str | None) -> str:
     )
 
 
-def _pager(history: RunHistory, params: Mapping[str, str]) -> str:
+def _pager(history: RunHistory, params: Mapping[str, str] | None) -> str:
+    if params is None:  # a page saved to a file: no server to ask, so the command's own words
+        said = [f"older runs: --page {history.page + 1}"] if history.has_older else []
+        said += [f"newer runs: --page {history.page - 1}"] if history.page > 1 else []
+        return f'<p class="pager muted">{escape("; ".join(said))}</p>' if said else ""
     links = []
     if history.has_older:
         links.append(f'<a href="?{escape(urlencode({**params, "page": history.page + 1}))}">older runs</a>')
@@ -249,11 +253,17 @@ def _pager(history: RunHistory, params: Mapping[str, str]) -> str:
     return f'<p class="pager">{"".join(links)}</p>' if links else ""
 
 
+def task_where(dag_id: str, task_id: str, map_index: int = -1) -> str:
+    """The page's last line: which task's runs these are (``DAG d, task t`` or ``... t[2]``)."""
+    return f"DAG {dag_id}, task {task_id}" + (f"[{map_index}]" if map_index >= 0 else "")
+
+
 def render_runs_page(
-    history: RunHistory, *, where: str, params: Mapping[str, str], current_run: str | None = None
+    history: RunHistory, *, where: str, params: Mapping[str, str] | None, current_run: str | None = None
 ) -> str:
     """The whole page (``where`` names the DAG and task; ``params``: the query the pager's links keep, the page
-    number aside; ``current_run``: the run to highlight, the task instance the page was opened from)."""
+    number aside, None for a page saved to a file (``airflow-hetero runs --html``); ``current_run``: the run to
+    highlight, the task instance the page was opened from)."""
     colours = _colours(history)
     title = history.training_task or history.task_id
     first = (history.page - 1) * history.limit + 1

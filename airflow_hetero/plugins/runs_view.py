@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow_hetero.plugins.runs_history import run_history
 from airflow_hetero.plugins.runs_model import DEFAULT_LIMIT, checked_limit, checked_page
-from airflow_hetero.plugins.runs_page import render_runs_page
+from airflow_hetero.plugins.runs_page import render_runs_page, task_where
 from airflow_hetero.plugins.runs_query import read_runs
 
 
@@ -45,5 +45,5 @@ def runs_html(session: Any, asked: RunsQuery) -> str:
         session, asked.dag_id, asked.task_id, page=asked.page, limit=asked.limit, map_index=asked.map_index
     )
     history = run_history(asked.dag_id, asked.task_id, runs, page=asked.page, limit=asked.limit, has_older=older)
-    where = f"DAG {asked.dag_id}, task {asked.task_id}" + (f"[{asked.map_index}]" if asked.map_index >= 0 else "")
+    where = task_where(asked.dag_id, asked.task_id, asked.map_index)
     return render_runs_page(history, where=where, params=asked.params(), current_run=asked.run_id)

@@ -115,7 +115,8 @@ def test_the_installed_demo_runs_the_example_dags_and_prints_steps_summary_and_v
     assert re.search(r"\n==> demo succeeded in \d+ s\n$", out)
     assert proc.stderr == ""
     # the Runs view's data over the demo's run, from its metadata DB, as a user reads it: what the summary printed
-    history = runs_of_the_demo(python.parent / "airflow-hetero", workdir, tmp_path)
+    page = tmp_path / "runs.html"
+    history = runs_of_the_demo(python.parent / "airflow-hetero", workdir, tmp_path, page)
     (row,) = history["runs"]
     cluster = {name: (int(found[2]), found[1]) for name, found in logs_rows.items()}
     assert row["job"] == job and {g["name"]: (g["count"], g["type"]) for g in row["groups"]} == cluster
@@ -125,16 +126,43 @@ def test_the_installed_demo_runs_the_example_dags_and_prints_steps_summary_and_v
     assert row["markers"] == [{"kind": "capacity", "text": f"capacity fallback: {said}; ran {ran}"}]
     total = cost_rows["total"][2]  # total, instance-s, cost (no price)
     assert history["headline"] == f"last 1 run: cost {total} USD per run (median); 1 capacity fallback"
+    the_page_draws_the_run(page, history, tmp_path)
 
 
-def runs_of_the_demo(command: Path, workdir: Path, cwd: Path) -> dict[str, Any]:
-    """``airflow-hetero runs hetero_retraining train --json`` against the demo's metadata DB (its Airflow home)."""
+def the_page_draws_the_run(page: Path, history: dict[str, Any], tmp_path: Path) -> None:
+    """The page ``runs --html`` wrote of the demo's run: the headline and the fallback's text; on Airflow 2.11
+    Chromium draws it (both groups' bars, the fallback's disc beside the legend's), as the system test draws the
+    api-server's page of three runs on Airflow 3."""
+    from html import escape
+
+    from airflow_hetero._compat import AIRFLOW_V_3
+
+    html = page.read_text(encoding="utf-8")
+    assert escape(history["headline"]) in html and escape(history["runs"][0]["markers"][0]["text"]) in html
+    if AIRFLOW_V_3:
+        return
+    from support.page_layout import screenshot
+    from support.png import colour_count
+
+    from airflow_hetero.plugins.runs_page import GROUP_COLOURS, MARKER_COLOURS
+
+    _, _, pixels = screenshot(page.as_uri(), tmp_path / "runs.png", (1000, 700))
+    bars = {colour: colour_count(pixels, colour) for colour in GROUP_COLOURS[:2]}
+    assert all(count > 100 for count in bars.values()), bars
+    # the capacity colour is in the legend and on the run's disc; the budget colour, no run's, in the legend only
+    capacity, budget = (colour_count(pixels, MARKER_COLOURS[kind]) for kind in ("capacity", "budget"))
+    assert capacity > budget + 30, (capacity, budget)
+
+
+def runs_of_the_demo(command: Path, workdir: Path, cwd: Path, page: Path) -> dict[str, Any]:
+    """``airflow-hetero runs hetero_retraining train --json --html PAGE`` against the demo's metadata DB (its
+    Airflow home)."""
     from airflow_hetero.demo import airflow_environment
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_", "PYTHONPATH"))}
     env.update(airflow_environment(workdir, workdir, "{}"))
     done = subprocess.run(
-        [str(command), "runs", "hetero_retraining", "train", "--json"],
+        [str(command), "runs", "hetero_retraining", "train", "--json", "--html", str(page)],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -92,3 +92,24 @@ def test_bad_arguments_exit_2_with_the_reason(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         main(["runs", DAG_ID, "train", "--from-json", str(tmp_path / "bad.json")])
     assert "expected a JSON list of XCom entries" in capsys.readouterr().err
+
+
+def test_html_writes_the_page_the_view_draws_with_the_commands_pager(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``--html FILE``: the view's page of the same runs in one file, no script, its pager in the command's words."""
+    from support.page_layout import nesting_problems
+
+    export = tmp_path / "xcoms.json"
+    export.write_text(json.dumps(xcom_entries(DAG_ID, retraining_runs(RUNS))))
+    page = tmp_path / "runs.html"
+    table = run_cli(
+        capsys, DAG_ID, "train", "--page", "2", "--limit", "10", "--from-json", str(export), "--html", str(page)
+    )
+    html = page.read_text(encoding="utf-8")
+    history = run_history(DAG_ID, "train", retraining_runs(RUNS)[10:20], page=2, limit=10, has_older=True)
+    assert table.splitlines()[0] == f"Runs of train in {DAG_ID}: {history.headline}"  # the table still printed
+    assert html.startswith("<!doctype html>") and nesting_problems(html) == [] and "<script" not in html
+    assert "runs 11 to 20, newest first" in html and html.count("<tr") == 11
+    assert '<p class="pager muted">older runs: --page 3; newer runs: --page 1</p>' in html and "href=" not in html
+    assert f"DAG {DAG_ID}, task train (its summary task: summarize)." in html
